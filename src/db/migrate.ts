@@ -1,0 +1,72 @@
+// Applies prisma/migrations/*/migration.sql in order and records them in
+// `_prisma_migrations`, exactly as `prisma migrate deploy` does, so either
+// tool can take over a database the other has migrated.
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import { openSchemaEngine } from './schema-engine.js';
+
+const root = fileURLToPath(new URL('../../prisma/', import.meta.url));
+export const schemaPath = join(root, 'schema.prisma');
+export const migrationsDir = join(root, 'migrations');
+
+const noFilter = { externalTables: [], externalEnums: [] };
+
+export async function loadMigrations() {
+  const entries = await readdir(migrationsDir, { withFileTypes: true });
+  const dirs = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const lockPath = join(migrationsDir, 'migration_lock.toml');
+  return {
+    baseDir: migrationsDir,
+    lockfile: { path: 'migration_lock.toml', content: await readFile(lockPath, 'utf8').catch(() => null) },
+    shadowDbInitScript: '',
+    migrationDirectories: await Promise.all(
+      dirs.map(async (path) => ({
+        path,
+        migrationFile: {
+          path: 'migration.sql',
+          content: { tag: 'ok' as const, value: await readFile(join(migrationsDir, path, 'migration.sql'), 'utf8') },
+        },
+      })),
+    ),
+  };
+}
+
+async function engineFor(adapterFactory: SqlMigrationAwareDriverAdapterFactory) {
+  const content = await readFile(schemaPath, 'utf8');
+  return openSchemaEngine({ path: 'schema.prisma', content }, adapterFactory);
+}
+
+/** Applies pending migrations; returns the names of those it applied. */
+export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
+  const engine = await engineFor(adapterFactory);
+  try {
+    const { appliedMigrationNames } = await engine.applyMigrations({
+      migrationsList: await loadMigrations(),
+      filters: noFilter,
+    });
+    return appliedMigrationNames;
+  } finally {
+    engine.free();
+  }
+}
+
+/** SQL that takes a database from the current migrations to the schema (for new migrations). */
+export async function diffMigrationsToSchema(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string> {
+  const engine = await engineFor(adapterFactory);
+  try {
+    const content = await readFile(schemaPath, 'utf8');
+    const migrations = await loadMigrations();
+    const result = await engine.diff({
+      from: migrations.migrationDirectories.length ? { tag: 'migrations', ...migrations } : { tag: 'empty' },
+      to: { tag: 'schemaDatamodel', files: [{ path: 'schema.prisma', content }] },
+      script: true,
+      exitCode: null,
+      filters: noFilter,
+    });
+    return result.stdout ?? '';
+  } finally {
+    engine.free();
+  }
+}
