@@ -9,6 +9,12 @@ import * as bindings from '@prisma/schema-engine-wasm/schema_engine_bg';
 
 export type SchemaEngine = bindings.SchemaEngine;
 
+// @types/node for Node 20 does not declare the WebAssembly global; this is the part we use.
+declare const WebAssembly: {
+  compile(bytes: Uint8Array): Promise<object>;
+  instantiate(module: object, imports: Record<string, unknown>): Promise<{ exports: Record<string, unknown> }>;
+};
+
 let loaded: Promise<void> | undefined;
 
 // The package entry imports the .wasm file as an ES module, which Node cannot
@@ -18,7 +24,7 @@ function loadWasm(): Promise<void> {
     const require = createRequire(import.meta.url);
     const wasmPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg').replace(/\.js$/, '.wasm');
     const module = await WebAssembly.compile(await readFile(wasmPath));
-    const instance = await WebAssembly.instantiate(module, { './schema_engine_bg.js': bindings as unknown as WebAssembly.ModuleImports });
+    const instance = await WebAssembly.instantiate(module, { './schema_engine_bg.js': bindings });
     bindings.__wbg_set_wasm(instance.exports);
     (instance.exports.__wbindgen_start as () => void)();
   })();

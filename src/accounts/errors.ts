@@ -1,0 +1,17 @@
+import { AppError } from '../errors.js';
+
+export const accountErrors = {
+  missingKey: () =>
+    new AppError(401, 'missing_api_key', 'Authorization header with a Bearer API key is required', {
+      'WWW-Authenticate': 'Bearer',
+    }),
+  invalidKey: () =>
+    new AppError(401, 'invalid_api_key', 'The API key is invalid', {
+      'WWW-Authenticate': 'Bearer error="invalid_token"',
+    }),
+  planWithoutApi: (plan: string) =>
+    new AppError(403, 'plan_without_api_access', `The ${plan} plan does not include API access`),
+  accountNotFound: () => new AppError(404, 'account_not_found', 'No such account'),
+  planNotFound: (name: string) => new AppError(404, 'plan_not_found', `No plan named ${name}`),
+  emailTaken: () => new AppError(409, 'email_taken', 'An account with this email already exists'),
+};

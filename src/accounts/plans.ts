@@ -1,0 +1,52 @@
+import type { PrismaClient } from '../generated/prisma/client.js';
+
+export interface Plan {
+  name: string;
+  apiAccess: boolean;
+  requestsPerMinute: number;
+  requestsPerDay: number;
+  /** Bytes. */
+  maxFileSize: number;
+  dailyUploads: number;
+}
+
+export type PlanChanges = Partial<Omit<Plan, 'name'>>;
+
+const NEW_PLAN_DEFAULTS: Omit<Plan, 'name'> = {
+  apiAccess: false,
+  requestsPerMinute: 0,
+  requestsPerDay: 0,
+  maxFileSize: 0,
+  dailyUploads: 0,
+};
+
+export function toPlan(row: { name: string; apiAccess: boolean; requestsPerMinute: number; requestsPerDay: number; maxFileSize: bigint; dailyUploads: number }): Plan {
+  return {
+    name: row.name,
+    apiAccess: row.apiAccess,
+    requestsPerMinute: row.requestsPerMinute,
+    requestsPerDay: row.requestsPerDay,
+    maxFileSize: Number(row.maxFileSize),
+    dailyUploads: row.dailyUploads,
+  };
+}
+
+export class PlanService {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async list(): Promise<Plan[]> {
+    const rows = await this.prisma.plan.findMany({ orderBy: { id: 'asc' } });
+    return rows.map(toPlan);
+  }
+
+  /** Creates the plan, or changes only the given fields of an existing one. A new plan starts with everything off. */
+  async set(name: string, changes: PlanChanges): Promise<Plan> {
+    const data = { ...changes, maxFileSize: changes.maxFileSize === undefined ? undefined : BigInt(changes.maxFileSize) };
+    const row = await this.prisma.plan.upsert({
+      where: { name },
+      update: data,
+      create: { ...NEW_PLAN_DEFAULTS, ...changes, name, maxFileSize: BigInt(changes.maxFileSize ?? 0) },
+    });
+    return toPlan(row);
+  }
+}

@@ -1,0 +1,56 @@
+import { bodyParser } from '@koa/bodyparser';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import type { PlanService } from './accounts/plans.js';
+import type { AccountService } from './accounts/service.js';
+import { badRequest } from './errors.js';
+import type { FileService } from './files/service.js';
+import { adminRoutes } from './http/admin-routes.js';
+import { apiRoutes } from './http/api-routes.js';
+import { downloadRoutes } from './http/download-route.js';
+import { errorResponses } from './http/errors.js';
+import { requestLog } from './http/request-log.js';
+import type { ObjectStore } from './storage/object-store.js';
+
+export interface AppDeps {
+  accounts: AccountService;
+  files: FileService;
+  store: ObjectStore;
+  logger: Logger;
+  /** Base of public download links, without a trailing slash. */
+  publicUrl: string;
+}
+
+/** The public listener: the versioned API and download links. Does not listen. */
+export function createApp({ accounts, files, store, logger, publicUrl }: AppDeps): Koa {
+  const app = new Koa();
+  app.silent = true; // errors are logged by errorResponses, once
+  const api = apiRoutes({ accounts, files, publicUrl });
+  const downloads = downloadRoutes({ files, store, onCountError: (err) => logger.error({ err }, 'download count failed') });
+  app.use(requestLog(logger));
+  app.use(errorResponses(logger));
+  app.use(api.routes()).use(api.allowedMethods());
+  app.use(downloads.routes()).use(downloads.allowedMethods());
+  return app;
+}
+
+export interface AdminAppDeps {
+  accounts: AccountService;
+  plans: PlanService;
+  logger: Logger;
+  adminToken: string;
+}
+
+/** The admin listener: provisioning of accounts, keys and plans. Does not listen. */
+export function createAdminApp({ accounts, plans, logger, adminToken }: AdminAppDeps): Koa {
+  const app = new Koa();
+  app.silent = true;
+  const admin = adminRoutes({ accounts, plans, adminToken });
+  app.use(requestLog(logger));
+  app.use(errorResponses(logger));
+  app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', onError: () => {
+    throw badRequest('invalid_json', 'The body must be a JSON object');
+  } }));
+  app.use(admin.routes()).use(admin.allowedMethods());
+  return app;
+}

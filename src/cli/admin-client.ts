@@ -1,0 +1,41 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { adminTokenPath } from '../admin-token.js';
+
+export class CliError extends Error {}
+
+export interface AdminClientOptions {
+  /** Base URL of the admin listener. */
+  url: string;
+  token: string;
+}
+
+/** Where the admin API is, from the environment: ADMIN_URL, ADMIN_TOKEN, or the token file in DATA_DIR. */
+export async function adminClientOptions(env: NodeJS.ProcessEnv): Promise<AdminClientOptions> {
+  const url = env.ADMIN_URL || `http://127.0.0.1:${env.ADMIN_PORT || 3001}`;
+  if (env.ADMIN_TOKEN) return { url, token: env.ADMIN_TOKEN };
+  const path = adminTokenPath(resolve(env.DATA_DIR || './data'));
+  try {
+    return { url, token: (await readFile(path, 'utf8')).trim() };
+  } catch {
+    throw new CliError(`no admin token: set ADMIN_TOKEN, or start the server once so it writes ${path}`);
+  }
+}
+
+/** Calls the admin API; returns the JSON body or throws a CliError with the server's message. */
+export async function adminRequest(options: AdminClientOptions, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  let response: Response;
+  try {
+    response = await fetch(new URL(path, options.url), {
+      method,
+      headers: { Authorization: `Bearer ${options.token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+    throw new CliError(`cannot reach the admin API at ${options.url} (${cause}): is \`dropstream serve\` running?`);
+  }
+  const json = (await response.json().catch(() => ({}))) as Record<string, unknown> & { error?: { message?: string } };
+  if (!response.ok) throw new CliError(`${response.status}: ${json.error?.message ?? response.statusText}`);
+  return json;
+}

@@ -1,0 +1,131 @@
+// The `dropstream` command. Admin commands go through the running server's
+// admin API (PGlite allows one process per database, and the API is the same
+// one a website's backend would use).
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config.js';
+import { openDatabase } from '../db/client.js';
+import { createLogger, startServer } from '../server.js';
+import { join } from 'node:path';
+import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
+
+const USAGE = `usage:
+  dropstream serve
+  dropstream migrate
+  dropstream accounts create --plan <name> [--email <email>]
+  dropstream accounts set-plan --account <id> --plan <name>
+  dropstream keys rotate --account <id>
+  dropstream plans list
+  dropstream plans set <name> [--api-access true|false] [--requests-per-minute N]
+                              [--requests-per-day N] [--max-file-size BYTES] [--daily-uploads N]`;
+
+const print = (value: unknown): void => {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+};
+
+function integer(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new CliError(`--${name} must be a non-negative integer`);
+  return Number(value);
+}
+
+function boolean(name: string, value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value !== 'true' && value !== 'false') throw new CliError(`--${name} must be true or false`);
+  return value === 'true';
+}
+
+function required(name: string, value: string | undefined): string {
+  if (!value) throw new CliError(`--${name} is required`);
+  return value;
+}
+
+async function serve() {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const server = await startServer(config, logger);
+  const stop = async (signal: string) => {
+    logger.info({ signal }, 'shutting down');
+    await server.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+async function migrate() {
+  const config = loadConfig();
+  const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
+  try {
+    print({ applied: await db.migrate() });
+  } finally {
+    await db.close();
+  }
+}
+
+async function admin(group: string | undefined, action: string | undefined, args: string[]) {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      plan: { type: 'string' },
+      email: { type: 'string' },
+      account: { type: 'string' },
+      'api-access': { type: 'string' },
+      'requests-per-minute': { type: 'string' },
+      'requests-per-day': { type: 'string' },
+      'max-file-size': { type: 'string' },
+      'daily-uploads': { type: 'string' },
+    },
+  });
+  const client = await adminClientOptions(process.env);
+  const account = () => integer('account', required('account', values.account));
+  const command = `${group} ${action}`;
+  switch (command) {
+    case 'accounts create': {
+      const res = await adminRequest(client, 'POST', '/admin/accounts', { plan: required('plan', values.plan), email: values.email });
+      return print({ account_id: res.account_id, plan: res.plan, api_key: res.api_key });
+    }
+    case 'accounts set-plan': {
+      const res = await adminRequest(client, 'PATCH', `/admin/accounts/${account()}`, { plan: required('plan', values.plan) });
+      return print({ account_id: res.account_id, plan: res.plan });
+    }
+    case 'keys rotate': {
+      const res = await adminRequest(client, 'POST', `/admin/accounts/${account()}/keys`);
+      return print({ account_id: res.account_id, api_key: res.api_key });
+    }
+    case 'plans list':
+      return print((await adminRequest(client, 'GET', '/admin/plans')).plans);
+    case 'plans set': {
+      const name = positionals[0];
+      if (!name) throw new CliError('plans set needs a plan name');
+      const res = await adminRequest(client, 'PUT', `/admin/plans/${encodeURIComponent(name)}`, {
+        api_access: boolean('api-access', values['api-access']),
+        requests_per_minute: integer('requests-per-minute', values['requests-per-minute']),
+        requests_per_day: integer('requests-per-day', values['requests-per-day']),
+        max_file_size: integer('max-file-size', values['max-file-size']),
+        daily_uploads: integer('daily-uploads', values['daily-uploads']),
+      });
+      return print(res.plan);
+    }
+    default:
+      throw new CliError(`unknown command: ${command}\n${USAGE}`);
+  }
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === 'serve') return serve();
+  if (command === 'migrate') return migrate();
+  if (command === 'accounts' || command === 'keys' || command === 'plans') return admin(command, rest[0], rest.slice(1));
+  if (command === 'help' || command === '--help' || command === '-h') {
+    console.log(USAGE);
+    return;
+  }
+  throw new CliError(command ? `unknown command: ${command}\n${USAGE}` : USAGE);
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  const known = err instanceof CliError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+  process.stderr.write(`dropstream: ${known ? (err as Error).message : String((err as Error).stack ?? err)}\n`);
+  process.exit(1);
+});

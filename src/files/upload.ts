@@ -1,0 +1,81 @@
+import { pipeline, type Readable } from 'node:stream';
+import type { Caller } from '../accounts/service.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import { ByteCounter } from './byte-counter.js';
+import { fileErrors } from './errors.js';
+import { cleanFilename } from './filename.js';
+import type { UploadSlot } from './quota.js';
+import { newLinkToken, newStorageKey, toFileRecord, type FileRecord } from './record.js';
+
+interface Stored {
+  filename: string;
+  size: number;
+  sha256: string;
+}
+
+const ignore = () => {};
+
+/**
+ * One upload, from its quota slot to its file row. The object is written
+ * first and the row last, so a row never points at a missing object; every
+ * other ending goes through abort(), which removes the object and gives the
+ * slot back.
+ */
+export class Upload {
+  private readonly key = newStorageKey();
+  private receiving?: Promise<Stored>;
+  private done = false;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly store: ObjectStore,
+    private readonly caller: Caller,
+    private readonly slot: UploadSlot,
+    private readonly onCleanupError: (err: unknown) => void,
+  ) {}
+
+  /** Streams the file into the store, counting bytes against the plan's limit. */
+  receive(rawFilename: string, body: Readable): Promise<void> {
+    this.receiving = this.write(rawFilename, body);
+    return this.receiving.then(ignore);
+  }
+
+  private async write(rawFilename: string, body: Readable): Promise<Stored> {
+    const filename = cleanFilename(rawFilename);
+    const limit = this.caller.plan.maxFileSize;
+    const counter = new ByteCounter(limit, () => fileErrors.tooLarge(limit));
+    // The callback form only wires the two streams: errors on either side
+    // destroy both and reach the store's put, which cleans up and rejects.
+    await this.store.put(this.key, pipeline(body, counter, ignore));
+    return { filename, size: counter.bytes, sha256: counter.sha256() };
+  }
+
+  /** Records the stored file; if that fails, the object is removed. */
+  async commit(): Promise<FileRecord> {
+    if (!this.receiving) throw new Error('commit() before receive()');
+    const stored = await this.receiving;
+    const row = await this.prisma.file.create({
+      data: {
+        accountId: this.caller.accountId,
+        filename: stored.filename,
+        size: BigInt(stored.size),
+        sha256: stored.sha256,
+        storageKey: this.key,
+        linkToken: newLinkToken(),
+      },
+    });
+    this.done = true;
+    return toFileRecord(row);
+  }
+
+  /** Undoes everything the upload did. Safe to call at any point, more than once. */
+  async abort(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    // A write still in flight could create the object after we delete it.
+    await this.receiving?.catch(ignore);
+    await this.store.delete(this.key).catch(this.onCleanupError);
+    await this.slot.release().catch(this.onCleanupError);
+  }
+}

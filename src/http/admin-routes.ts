@@ -1,0 +1,104 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import Router from '@koa/router';
+import type { Middleware } from 'koa';
+import { z } from 'zod';
+import type { Plan, PlanService } from '../accounts/plans.js';
+import type { AccountService } from '../accounts/service.js';
+import { AppError, badRequest } from '../errors.js';
+
+export interface AdminDeps {
+  accounts: AccountService;
+  plans: PlanService;
+  /** Bearer token every admin request must carry. */
+  adminToken: string;
+}
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+/** Compares digests, so neither the token's content nor its length leaks through timing. */
+function requireAdminToken(token: string): Middleware {
+  const expected = digest(token);
+  return async (ctx, next) => {
+    const given = /^Bearer[ \t]+(\S+)$/i.exec(ctx.get('Authorization'))?.[1] ?? '';
+    if (!timingSafeEqual(digest(given), expected)) {
+      throw new AppError(401, 'invalid_admin_token', 'A valid admin token is required', { 'WWW-Authenticate': 'Bearer' });
+    }
+    await next();
+  };
+}
+
+function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const result = schema.safeParse(value ?? {});
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw badRequest('invalid_request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
+  }
+  return result.data;
+}
+
+const count = z.number().int().min(0).max(2_147_483_647);
+const planName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'lower-case letters, digits, - and _ (at most 32)');
+const planBody = z.strictObject({
+  api_access: z.boolean().optional(),
+  requests_per_minute: count.optional(),
+  requests_per_day: count.optional(),
+  max_file_size: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  daily_uploads: count.optional(),
+});
+const accountBody = z.strictObject({ plan: planName, email: z.email().optional() });
+const changePlanBody = z.strictObject({ plan: planName });
+const accountId = z.string().regex(/^[0-9]{1,9}$/, 'must be a positive integer').transform(Number);
+
+export const presentPlan = (plan: Plan) => ({
+  name: plan.name,
+  api_access: plan.apiAccess,
+  requests_per_minute: plan.requestsPerMinute,
+  requests_per_day: plan.requestsPerDay,
+  max_file_size: plan.maxFileSize,
+  daily_uploads: plan.dailyUploads,
+});
+
+/** Provisioning for the CLI and a website's backend, on its own listener. */
+export function adminRoutes({ accounts, plans, adminToken }: AdminDeps) {
+  const router = new Router({ prefix: '/admin' });
+  router.use(requireAdminToken(adminToken));
+
+  router.get('/plans', async (ctx) => {
+    ctx.body = { success: true, plans: (await plans.list()).map(presentPlan) };
+  });
+
+  router.put('/plans/:name', async (ctx) => {
+    const name = parse(planName, ctx.params.name);
+    const body = parse(planBody, ctx.request.body);
+    const plan = await plans.set(name, {
+      apiAccess: body.api_access,
+      requestsPerMinute: body.requests_per_minute,
+      requestsPerDay: body.requests_per_day,
+      maxFileSize: body.max_file_size,
+      dailyUploads: body.daily_uploads,
+    });
+    ctx.body = { success: true, plan: presentPlan(plan) };
+  });
+
+  router.post('/accounts', async (ctx) => {
+    const body = parse(accountBody, ctx.request.body);
+    const created = await accounts.create(body);
+    ctx.status = 201;
+    ctx.body = { success: true, account_id: created.accountId, plan: created.plan, api_key: created.apiKey };
+  });
+
+  router.patch('/accounts/:id', async (ctx) => {
+    const id = parse(accountId, ctx.params.id);
+    const body = parse(changePlanBody, ctx.request.body);
+    const changed = await accounts.changePlan(id, body.plan);
+    ctx.body = { success: true, account_id: changed.accountId, plan: changed.plan };
+  });
+
+  router.post('/accounts/:id/keys', async (ctx) => {
+    const rotated = await accounts.rotateKey(parse(accountId, ctx.params.id));
+    ctx.status = 201;
+    ctx.body = { success: true, account_id: rotated.accountId, api_key: rotated.apiKey };
+  });
+
+  return router;
+}

@@ -1,0 +1,95 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import type { AccountService } from '../accounts/service.js';
+import { badRequest } from '../errors.js';
+import type { FileService } from '../files/service.js';
+import { requireApiKey, type AuthState } from './auth.js';
+import { receiveFile } from './multipart.js';
+import { presentFile, publicLink } from './present.js';
+
+export interface ApiDeps {
+  accounts: AccountService;
+  files: FileService;
+  /** Base of public download links, without a trailing slash. */
+  publicUrl: string;
+}
+
+const positiveInt = z.string().regex(/^[0-9]{1,9}$/).transform(Number).pipe(z.number().int().min(1));
+
+const listQuery = z.object({
+  page: positiveInt.default(1),
+  limit: positiveInt.pipe(z.number().max(100)).default(20),
+});
+
+function parseListQuery(query: unknown) {
+  const result = listQuery.safeParse(query);
+  if (!result.success) {
+    const field = result.error.issues[0]?.path[0] ?? 'page';
+    throw badRequest('invalid_parameter', field === 'limit' ? 'limit must be an integer from 1 to 100' : 'page must be an integer of at least 1');
+  }
+  return result.data;
+}
+
+function parseFileId(raw: string): number {
+  const result = positiveInt.safeParse(raw);
+  if (!result.success) throw badRequest('invalid_file_id', 'file_id must be a positive integer');
+  return result.data;
+}
+
+/** The versioned API: everything under /api/v1 needs an API key. */
+export function apiRoutes({ accounts, files, publicUrl }: ApiDeps) {
+  const router = new Router<AuthState>({ prefix: '/api/v1' });
+  router.use(requireApiKey(accounts));
+
+  router.post('/files/upload', async (ctx) => {
+    const upload = await files.startUpload(ctx.state.caller);
+    try {
+      await receiveFile(ctx.req, (filename, stream) => upload.receive(filename, stream));
+      const file = await upload.commit();
+      ctx.status = 201;
+      ctx.body = {
+        success: true,
+        file_id: file.id,
+        public_link: publicLink(publicUrl, file.linkToken),
+        size: file.size,
+        filename: file.filename,
+      };
+    } catch (err) {
+      await upload.abort();
+      throw err;
+    }
+  });
+
+  router.get('/files', async (ctx) => {
+    const { page, limit } = parseListQuery(ctx.query);
+    const { files: records, total } = await files.list(ctx.state.caller.accountId, page, limit);
+    ctx.body = {
+      success: true,
+      files: records.map((file) => presentFile(file, publicUrl)),
+      pagination: { page, limit, total, pages: Math.ceil(total / limit) },
+    };
+  });
+
+  router.get('/files/:id', async (ctx) => {
+    const file = await files.get(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
+    ctx.body = { success: true, file: presentFile(file, publicUrl) };
+  });
+
+  router.delete('/files/:id', async (ctx) => {
+    await files.delete(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
+    ctx.body = { success: true, message: 'File deleted successfully' };
+  });
+
+  router.get('/stats', async (ctx) => {
+    const { accountId, plan } = ctx.state.caller;
+    const stats = await files.stats(accountId);
+    ctx.body = {
+      success: true,
+      stats: { total_files: stats.totalFiles, total_size: stats.totalSize },
+      limits: { max_file_size: plan.maxFileSize, daily_uploads: plan.dailyUploads },
+      plan: plan.name.toLowerCase(),
+    };
+  });
+
+  return router;
+}

@@ -1,0 +1,95 @@
+import Router from '@koa/router';
+import { create as contentDisposition } from 'content-disposition';
+import type { Context } from 'koa';
+import parseRange from 'range-parser';
+import { AppError } from '../errors.js';
+import { fileErrors } from '../files/errors.js';
+import type { FileRecord } from '../files/record.js';
+import type { FileService } from '../files/service.js';
+import type { ByteRange, ObjectStore } from '../storage/object-store.js';
+
+export interface DownloadDeps {
+  files: FileService;
+  store: ObjectStore;
+  /** Called when counting a completed download fails; the download itself has succeeded. */
+  onCountError: (err: unknown) => void;
+}
+
+const TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
+
+/**
+ * `attachment` with an ASCII `filename` and always a UTF-8 `filename*`: the
+ * package adds `filename*` only for non-ASCII names, and clients that read
+ * only one of the two should all get the exact name.
+ */
+function attachment(filename: string): string {
+  const header = contentDisposition(filename);
+  if (header.includes('filename*=')) return header;
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `${header}; filename*=UTF-8''${encoded}`;
+}
+
+/** The single range to serve, `undefined` for the whole file; throws 416 for a range that cannot be served. */
+function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange | undefined {
+  const header = ctx.get('Range');
+  if (!header) return undefined;
+  // A client that asks for part of an older version gets the whole new one.
+  const ifRange = ctx.get('If-Range');
+  if (ifRange && ifRange !== etag) return undefined;
+  const ranges = parseRange(file.size, header, { combine: true });
+  if (ranges === -1) {
+    throw new AppError(416, 'range_not_satisfiable', 'The requested range is outside the file', {
+      'Content-Range': `bytes */${file.size}`,
+    });
+  }
+  // Malformed headers and multiple ranges are allowed to be ignored (RFC 9110).
+  if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return undefined;
+  return ranges[0];
+}
+
+/**
+ * Public download links, outside the versioned API and without a key: the
+ * link token is the credential. Files are always attachments, never rendered
+ * by the browser, so an uploaded HTML or SVG file cannot run in our origin.
+ */
+export function downloadRoutes({ files, store, onCountError }: DownloadDeps) {
+  const router = new Router();
+
+  router.get('/download/:token', async (ctx) => {
+    const token = ctx.params.token!;
+    const file = TOKEN.test(token) ? await files.findByLinkToken(token) : undefined;
+    if (!file) throw fileErrors.notFound();
+
+    const etag = `"${file.sha256}"`;
+    ctx.set({
+      'Content-Disposition': attachment(file.filename),
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Security-Policy': "default-src 'none'; sandbox",
+      'Accept-Ranges': 'bytes',
+      'Cache-Control': 'private, no-cache',
+      ETag: etag,
+    });
+    ctx.type = 'application/octet-stream';
+    ctx.status = 200;
+    if (ctx.fresh) {
+      ctx.status = 304;
+      return;
+    }
+
+    const range = requestedRange(ctx, file, etag);
+    if (range) {
+      ctx.status = 206;
+      ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${file.size}`);
+    }
+    ctx.length = range ? range.end - range.start + 1 : file.size;
+    if (ctx.method === 'HEAD') return;
+
+    ctx.body = await store.get(file.storageKey, range);
+    const whole = !range || (range.start === 0 && range.end === file.size - 1);
+    // 'finish' means every byte was handed to the connection; a client that
+    // hangs up first causes 'close' alone, and is not counted.
+    if (whole) ctx.res.once('finish', () => files.countDownload(file.id).catch(onCountError));
+  });
+
+  return router;
+}

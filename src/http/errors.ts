@@ -1,0 +1,44 @@
+import type { Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { AppError } from '../errors.js';
+import { ObjectNotFoundError, ObjectStoreError } from '../storage/object-store.js';
+
+const internal = () => new AppError(500, 'internal_error', 'Internal server error');
+
+/** Errors from dependencies become their client-facing form here, at the edge. */
+function toAppError(err: unknown): AppError | undefined {
+  if (err instanceof AppError) return err;
+  if (err instanceof ObjectNotFoundError) return new AppError(404, 'file_not_found', 'File not found');
+  if (err instanceof ObjectStoreError) {
+    return new AppError(503, 'store_unavailable', 'The object store is unavailable; try again later', { 'Retry-After': '5' });
+  }
+  return undefined;
+}
+
+/**
+ * The one place errors become responses: `{ success: false, error: { code, message } }`.
+ * Only AppError messages reach clients; anything else is logged and becomes
+ * a bare 500, so no stack trace or database text leaks.
+ */
+export function errorResponses(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body === undefined && ctx.status === 404) throw new AppError(404, 'not_found', 'No such route');
+      if (ctx.body === undefined && ctx.status === 405) throw new AppError(405, 'method_not_allowed', 'Method not allowed', { Allow: String(ctx.response.get('Allow')) });
+    } catch (err) {
+      const known = toAppError(err);
+      if (!known) logger.error({ err }, 'unhandled error');
+      const error = known ?? internal();
+      if (ctx.headerSent) return;
+      // Headers meant for the success response (a download's disposition, say) must not ride on the error.
+      for (const name of ctx.res.getHeaderNames()) ctx.res.removeHeader(name);
+      ctx.status = error.status;
+      ctx.set(error.headers);
+      ctx.body = { success: false, error: { code: error.code, message: error.message } };
+      // A refused upload must not make us read the rest of its body: close
+      // the connection once the answer is out.
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
+    }
+  };
+}

@@ -1,0 +1,81 @@
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import busboy from 'busboy';
+import { AppError, badRequest } from '../errors.js';
+
+/** Field name of the one file part an upload carries (the spec's `file`). */
+export const FILE_FIELD = 'file';
+
+// Bounds on everything in a body that is not the file itself, so a body of
+// thousands of fields or giant part headers costs us nothing.
+const LIMITS = { fields: 50, fieldSize: 64 * 1024, parts: 60, headerPairs: 50 };
+
+const clientGone = () => new AppError(400, 'upload_aborted', 'The request body ended before the upload was complete');
+
+/**
+ * Reads a multipart/form-data request that must hold exactly one file part,
+ * named `file`, and hands that part's stream to `onFile` as it arrives.
+ * Resolves once the body is fully read and `onFile` has resolved. On any
+ * problem the file stream is destroyed (so its consumer fails and cleans up)
+ * and it rejects once `onFile` has settled; the request is left unread so
+ * the caller can answer and close the connection.
+ */
+export function receiveFile(req: IncomingMessage, onFile: (filename: string, stream: Readable) => Promise<void>): Promise<void> {
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: LIMITS });
+  } catch {
+    return Promise.reject(badRequest('invalid_multipart', 'Expected a multipart/form-data body with a boundary'));
+  }
+
+  return new Promise((resolve, reject) => {
+    let handling: Promise<void> | undefined;
+    let fileStream: Readable | undefined;
+    let failed = false;
+
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      req.unpipe(parser);
+      parser.destroy();
+      fileStream?.destroy(err as Error);
+      const settled = handling ?? Promise.resolve();
+      settled.then(() => reject(err), () => reject(err));
+    };
+
+    parser.on('file', (name, stream, info) => {
+      if (failed) return void stream.resume();
+      if (name !== FILE_FIELD) {
+        stream.resume();
+        return fail(badRequest('unexpected_file_part', `Only one file part, named "${FILE_FIELD}", is accepted`));
+      }
+      if (handling) {
+        stream.resume();
+        return fail(badRequest('multiple_files', `Exactly one file part named "${FILE_FIELD}" is accepted`));
+      }
+      fileStream = stream;
+      handling = onFile(info.filename ?? '', stream);
+      handling.catch(fail);
+    });
+    parser.on('field', (name) => {
+      if (name === FILE_FIELD) fail(badRequest('missing_file', `The part "${FILE_FIELD}" must be a file, with a filename`));
+    });
+    const tooMany = () => fail(badRequest('too_many_parts', 'The multipart body has too many parts'));
+    parser.on('partsLimit', tooMany);
+    parser.on('fieldsLimit', tooMany);
+    parser.on('error', (err: Error) => fail(badRequest('invalid_multipart', `Malformed multipart body: ${err.message}`)));
+    parser.on('close', () => {
+      if (failed) return;
+      if (!handling) return fail(badRequest('missing_file', `A file part named "${FILE_FIELD}" is required`));
+      handling.then(resolve, fail);
+    });
+    req.on('close', () => {
+      if (!req.complete) fail(clientGone());
+    });
+    req.on('error', fail);
+    // Not stream.pipeline: on failure it would destroy the request, and with
+    // it the socket that must still carry our error response. Errors and
+    // hang-ups of both sides are handled above instead.
+    req.pipe(parser);
+  });
+}

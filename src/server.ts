@@ -1,0 +1,78 @@
+// The composition root: config in, running listeners out. Only this module
+// builds objects; everything else receives what it needs.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { PlanService } from './accounts/plans.js';
+import { AccountService } from './accounts/service.js';
+import { resolveAdminToken } from './admin-token.js';
+import { createAdminApp, createApp } from './app.js';
+import type { Config } from './config.js';
+import { openDatabase, type Database } from './db/client.js';
+import { UploadQuota } from './files/quota.js';
+import { FileService } from './files/service.js';
+import { LocalObjectStore } from './storage/local.js';
+
+export interface RunningServer {
+  /** Address of the public listener (the port is real when config asked for 0). */
+  url: string;
+  adminUrl: string;
+  adminToken: string;
+  db: Database;
+  close(): Promise<void>;
+}
+
+export function createLogger(level: Config['logLevel']): Logger {
+  return pino({ level, base: undefined });
+}
+
+async function listen(server: Server, port: number, host: string): Promise<string> {
+  server.listen(port, host);
+  await once(server, 'listening');
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${shownHost}:${address.port}`;
+}
+
+export async function startServer(config: Config, logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
+  try {
+    const applied = await db.migrate();
+    if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
+    const store = new LocalObjectStore({ root: join(config.dataDir, 'objects') });
+    const onCleanupError = (err: unknown) => logger.error({ err }, 'clean-up failed');
+    const accounts = new AccountService(db.prisma);
+    const plans = new PlanService(db.prisma);
+    const files = new FileService({ prisma: db.prisma, store, quota: new UploadQuota(db.prisma), onCleanupError });
+    const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
+
+    const app = createApp({ accounts, files, store, logger, publicUrl: config.publicUrl });
+    const adminApp = createAdminApp({ accounts, plans, logger, adminToken });
+    const server = createServer(app.callback());
+    const adminServer = createServer(adminApp.callback());
+    const url = await listen(server, config.port, config.host);
+    const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
+    logger.info({ url, adminUrl, database: db.kind, publicUrl: config.publicUrl }, 'dropstream listening');
+
+    return {
+      url,
+      adminUrl,
+      adminToken,
+      db,
+      async close() {
+        server.closeIdleConnections();
+        adminServer.closeIdleConnections();
+        await Promise.all([
+          new Promise((resolve) => server.close(resolve)),
+          new Promise((resolve) => adminServer.close(resolve)),
+        ]);
+        await db.close();
+      },
+    };
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+}
