@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { type FileHandle, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  type ByteRange,
+  type ObjectInfo,
+  type ObjectStore,
+  ObjectNotFoundError,
+  ObjectStoreError,
+} from './object-store.js';
+
+export interface LocalObjectStoreOptions {
+  /**
+   * Directory that holds the objects; created on first use. Uploads in progress
+   * live in `<root>/.tmp`, on the same filesystem, so publishing one is an atomic rename.
+   */
+  root: string;
+}
+
+/** Keeps each object as a plain file at `<root>/<key>`. */
+export class LocalObjectStore implements ObjectStore {
+  private readonly root: string;
+  private readonly tmpDir: string;
+  private ready: Promise<void> | undefined;
+
+  constructor(options: LocalObjectStoreOptions) {
+    this.root = options.root;
+    this.tmpDir = join(options.root, '.tmp');
+  }
+
+  async put(key: string, body: Readable): Promise<ObjectInfo> {
+    let target: string;
+    let temp: { path: string; handle: FileHandle };
+    try {
+      target = this.pathOf(key);
+      temp = await this.createTemp();
+    } catch (err) {
+      // put owns the body either way; leaving it paused would stall the sender.
+      body.destroy();
+      throw err;
+    }
+    const out = temp.handle.createWriteStream();
+    try {
+      // pipeline rejects with the first error: the body's own when the body failed.
+      await pipeline(body, out);
+    } catch (err) {
+      await unlink(temp.path).catch(() => undefined);
+      throw err;
+    }
+    try {
+      await mkdir(dirname(target), { recursive: true });
+      await rename(temp.path, target);
+    } catch (err) {
+      await unlink(temp.path).catch(() => undefined);
+      throw new ObjectStoreError(`cannot store object ${key}`, { cause: err });
+    }
+    return { size: out.bytesWritten };
+  }
+
+  async get(key: string, range?: ByteRange): Promise<Readable> {
+    const path = this.pathOf(key);
+    // Open now so a missing object rejects here, rather than as a stream error
+    // after the caller has already sent its response headers.
+    let handle: FileHandle;
+    try {
+      handle = await open(path, 'r');
+    } catch (err) {
+      throw missing(err) ? new ObjectNotFoundError(key) : storeError(err, key);
+    }
+    // A fan-out directory opens fine on Linux, but it is not an object.
+    const isFile = await handle.stat().then((s) => s.isFile(), () => false);
+    if (!isFile) {
+      await handle.close();
+      throw new ObjectNotFoundError(key);
+    }
+    // The stream owns the handle from here and closes it on end or destroy.
+    return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+  }
+
+  async head(key: string): Promise<ObjectInfo | undefined> {
+    const path = this.pathOf(key);
+    try {
+      const info = await stat(path);
+      return info.isFile() ? { size: info.size } : undefined;
+    } catch (err) {
+      if (missing(err)) return undefined;
+      throw storeError(err, key);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    const path = this.pathOf(key);
+    // Empty fan-out directories stay on purpose: removing one could race a
+    // concurrent put between its mkdir and its rename.
+    await unlink(path).catch((err: unknown) => {
+      if (!missing(err)) throw storeError(err, key);
+    });
+  }
+
+  /**
+   * Opens a fresh file in `.tmp` before any byte is piped, so a store that
+   * cannot create files fails as an ObjectStoreError, never mixed up with the
+   * body's errors that pipeline reports later.
+   */
+  private async createTemp(): Promise<{ path: string; handle: FileHandle }> {
+    this.ready ??= mkdir(this.tmpDir, { recursive: true }).then(
+      () => undefined,
+      (err: unknown) => {
+        this.ready = undefined; // retry on the next put
+        throw new ObjectStoreError(`cannot create ${this.tmpDir}`, { cause: err });
+      },
+    );
+    await this.ready;
+    const path = join(this.tmpDir, randomUUID());
+    try {
+      return { path, handle: await open(path, 'wx') };
+    } catch (err) {
+      throw new ObjectStoreError('cannot create a temporary file', { cause: err });
+    }
+  }
+
+  /** Keys come from the server, but a bad one must never reach outside `root` or into `.tmp`. */
+  private pathOf(key: string): string {
+    const bad = ['..', '\\', '\0'].some((s) => key.includes(s));
+    if (bad || key === '' || key.startsWith('/') || key.split('/')[0] === '.tmp') {
+      throw new Error(`invalid object key ${JSON.stringify(key)}`);
+    }
+    return join(this.root, key);
+  }
+}
+
+/** ENOENT, or a path segment that is a file (ENOTDIR), or a key naming a directory (EISDIR). */
+function missing(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR';
+}
+
+function storeError(err: unknown, key: string): ObjectStoreError {
+  return new ObjectStoreError(`local store failed on ${key}`, { cause: err });
+}
