@@ -3,7 +3,13 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
-const port = z.coerce.number().int().min(0).max(65535);
+// Digits only: z.coerce.number() would read ' ' as 0 (a random port) and
+// accept '0x10' or '1e3'.
+const port = z
+  .string()
+  .regex(/^[0-9]{1,5}$/, 'must be an integer from 0 to 65535')
+  .transform(Number)
+  .pipe(z.number().max(65535, 'must be an integer from 0 to 65535'));
 
 const schema = z
   .object({

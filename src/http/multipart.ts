@@ -10,6 +10,8 @@ export const FILE_FIELD = 'file';
 // thousands of fields or giant part headers costs us nothing.
 const LIMITS = { fields: 50, fieldSize: 64 * 1024, parts: 60, headerPairs: 50 };
 
+const ignore = () => {};
+
 const clientGone = () => new AppError(400, 'upload_aborted', 'The request body ended before the upload was complete');
 
 /**
@@ -44,6 +46,9 @@ export function receiveFile(req: IncomingMessage, onFile: (filename: string, str
     };
 
     parser.on('file', (name, stream, info) => {
+      // Errors of a part's stream reach us through onFile or the parser; a
+      // part nobody reads must still not crash the process when destroyed.
+      stream.on('error', ignore);
       if (failed) return void stream.resume();
       if (name !== FILE_FIELD) {
         stream.resume();

@@ -1,0 +1,37 @@
+import { multipartBody, multipartType, type Part } from './multipart.js';
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+/** One API call with fetch; the body is parsed as JSON when it is JSON. */
+export async function call(url: string, init: RequestInit & { key?: string } = {}): Promise<ApiResponse> {
+  const headers = new Headers(init.headers);
+  if (init.key !== undefined) headers.set('Authorization', `Bearer ${init.key}`);
+  const res = await fetch(url, { ...init, headers });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+/** POST /api/v1/files/upload with the given parts. */
+export function upload(baseUrl: string, key: string, parts: Part[]): Promise<ApiResponse> {
+  return call(`${baseUrl}/api/v1/files/upload`, {
+    method: 'POST',
+    key,
+    headers: { 'Content-Type': multipartType() },
+    body: multipartBody(parts),
+  });
+}
+
+/** Uploads one file part named `file`. */
+export const uploadFile = (baseUrl: string, key: string, filename: string, content: Buffer | string) =>
+  upload(baseUrl, key, [{ name: 'file', filename, content }]);

@@ -1,0 +1,39 @@
+// Which database backends the HTTP suites run against. PGlite always; a real
+// PostgreSQL when TEST_DATABASE_URL names one (CI always does), each test
+// server in a database of its own, dropped afterwards.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export type Backend = 'pglite' | 'postgresql';
+
+const serverUrl = process.env.TEST_DATABASE_URL;
+
+if (!serverUrl) {
+  if (process.env.CI) throw new Error('CI must set TEST_DATABASE_URL: the PostgreSQL half of the suite has to run there');
+  console.warn('\n  NOTE: TEST_DATABASE_URL is not set: the PostgreSQL half of the HTTP suites did NOT run.\n');
+}
+
+export const backends: Backend[] = serverUrl ? ['pglite', 'postgresql'] : ['pglite'];
+
+async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A new, empty PostgreSQL database; returns its URL and a function that drops it. */
+export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (!serverUrl) throw new Error('TEST_DATABASE_URL is not set');
+  const name = `dropstream_test_${randomBytes(6).toString('hex')}`;
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name}`));
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => {}),
+  };
+}

@@ -1,0 +1,90 @@
+// A real dropstream server for tests: real database (PGlite or PostgreSQL),
+// real local object store in a temporary folder, both listeners on
+// ephemeral loopback ports.
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { createTestDatabase, type Backend } from './databases.js';
+
+export const PUBLIC_URL = 'http://files.test';
+
+export interface TestServer {
+  server: RunningServer;
+  backend: Backend;
+  dataDir: string;
+  /** Calls the admin API; throws unless 2xx. */
+  admin(method: string, path: string, body?: unknown): Promise<any>;
+  /** A new account on `plan`, with its API key. */
+  account(plan?: string): Promise<{ accountId: number; apiKey: string }>;
+  /** Sets (creates or updates) a plan through the admin API. */
+  plan(name: string, fields: Record<string, unknown>): Promise<void>;
+  /** The public-listener URL for a path, or for a public link (whose host is PUBLIC_URL). */
+  url(pathOrLink: string): string;
+  /** Every object file in the local store, excluding the temp folder. */
+  objects(): Promise<string[]>;
+  /** Files left in the store's temp folder. */
+  tempFiles(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+async function walk(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  const out: string[] = [];
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await walk(path)));
+    else out.push(path);
+  }
+  return out;
+}
+
+export async function startTestServer(backend: Backend, env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-test-'));
+  const database = backend === 'postgresql' ? await createTestDatabase() : undefined;
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    DATA_DIR: dataDir,
+    PUBLIC_URL,
+    LOG_LEVEL: 'silent',
+    ...(database ? { DATABASE_URL: database.url } : {}),
+    ...env,
+  });
+  const server = await startServer(config);
+
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(server.adminUrl + path, {
+      method,
+      headers: { Authorization: `Bearer ${server.adminToken}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = await res.json();
+    if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+
+  return {
+    server,
+    backend,
+    dataDir,
+    admin,
+    async account(plan = 'pro') {
+      const res = await admin('POST', '/admin/accounts', { plan });
+      return { accountId: res.account_id, apiKey: res.api_key };
+    },
+    async plan(name, fields) {
+      await admin('PUT', `/admin/plans/${name}`, fields);
+    },
+    url: (pathOrLink) => server.url + (pathOrLink.startsWith(PUBLIC_URL) ? pathOrLink.slice(PUBLIC_URL.length) : pathOrLink),
+    objects: async () => (await walk(join(dataDir, 'objects'))).filter((p) => !p.includes(`${join('objects', '.tmp')}`)),
+    tempFiles: () => walk(join(dataDir, 'objects', '.tmp')),
+    async close() {
+      await server.close();
+      await database?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
