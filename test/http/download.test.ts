@@ -1,0 +1,158 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { expect } from 'chai';
+import { backends } from '../helpers/databases.js';
+import { call, uploadFile } from '../helpers/client.js';
+import type { TestServer } from '../helpers/server.js';
+import { sharedServer } from '../helpers/shared.js';
+
+const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+for (const backend of backends) {
+  describe(`public downloads (${backend})`, () => {
+    let t: TestServer;
+    let key: string;
+    const content = randomBytes(300_000);
+    let file: { file_id: number; public_link: string };
+
+    before(async () => {
+      t = await sharedServer(backend);
+      ({ apiKey: key } = await t.account());
+      file = (await uploadFile(t.server.url, key, 'naïve "report".pdf', content)).body;
+    });
+
+    const downloadCount = async () =>
+      (await call(t.url(`/api/v1/files/${file.file_id}`), { key })).body.file.download_count as number;
+
+    /** The count once it has settled: it is recorded just after the last byte leaves the server. */
+    async function settledCount(expected: number): Promise<number> {
+      let count = await downloadCount();
+      for (let i = 0; i < 50 && count !== expected; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        count = await downloadCount();
+      }
+      return count;
+    }
+
+    it('when the link is fetched, then the bytes come back with attachment headers, nosniff, length and ETag', async () => {
+      const res = await fetch(t.url(file.public_link));
+      expect(res.status).to.equal(200);
+      expect(sha(Buffer.from(await res.arrayBuffer()))).to.equal(sha(content));
+      expect(res.headers.get('content-type')).to.equal('application/octet-stream');
+      expect(res.headers.get('content-disposition')).to.equal(
+        `attachment; filename="na?ve \\"report\\".pdf"; filename*=UTF-8''na%C3%AFve%20%22report%22.pdf`,
+      );
+      expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
+      expect(res.headers.get('content-length')).to.equal('300000');
+      expect(res.headers.get('etag')).to.equal(`"${sha(content)}"`);
+      expect(res.headers.get('accept-ranges')).to.equal('bytes');
+    });
+
+    it('when the name is plain ASCII, then both filename and filename* are present', async () => {
+      const up = await uploadFile(t.server.url, key, 'plain.txt', 'x');
+      const res = await fetch(t.url(up.body.public_link));
+      expect(res.headers.get('content-disposition')).to.equal(`attachment; filename=plain.txt; filename*=UTF-8''plain.txt`);
+    });
+
+    it('when a whole GET completes, then download_count rises by one; HEAD and partial ranges do not count', async () => {
+      const before = await downloadCount();
+      await (await fetch(t.url(file.public_link))).arrayBuffer();
+      expect(await settledCount(before + 1)).to.equal(before + 1);
+
+      const head = await fetch(t.url(file.public_link), { method: 'HEAD' });
+      expect(head.status).to.equal(200);
+      expect(head.headers.get('content-length')).to.equal('300000');
+      expect(await head.text()).to.equal('');
+      await (await fetch(t.url(file.public_link), { headers: { Range: 'bytes=10-19' } })).arrayBuffer();
+      expect(await downloadCount()).to.equal(before + 1);
+
+      // A range from the first byte to the last is the whole file.
+      await (await fetch(t.url(file.public_link), { headers: { Range: 'bytes=0-' } })).arrayBuffer();
+      expect(await settledCount(before + 2)).to.equal(before + 2);
+    });
+
+    it('when concurrent downloads complete, then every one is counted', async () => {
+      const before = await downloadCount();
+      await Promise.all(Array.from({ length: 10 }, async () => (await fetch(t.url(file.public_link))).arrayBuffer()));
+      expect(await settledCount(before + 10)).to.equal(before + 10);
+    });
+
+    it('when the client hangs up mid-download, then it is not counted', async () => {
+      const big = randomBytes(8 * 1024 * 1024);
+      const up = await uploadFile(t.server.url, key, 'big.bin', big);
+      await new Promise<void>((resolve, reject) => {
+        const req = request(t.url(up.body.public_link), (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        });
+        req.on('error', () => {});
+        req.on('error', reject);
+        req.end();
+      }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 200));
+      const info = await call(t.url(`/api/v1/files/${up.body.file_id}`), { key });
+      expect(info.body.file.download_count).to.equal(0);
+    });
+
+    it('when a single range is asked for, then 206 with exactly those bytes and Content-Range', async () => {
+      const res = await fetch(t.url(file.public_link), { headers: { Range: 'bytes=100-199' } });
+      expect(res.status).to.equal(206);
+      expect(res.headers.get('content-range')).to.equal('bytes 100-199/300000');
+      expect(res.headers.get('content-length')).to.equal('100');
+      expect(Buffer.from(await res.arrayBuffer()).equals(content.subarray(100, 200))).to.equal(true);
+      const suffix = await fetch(t.url(file.public_link), { headers: { Range: 'bytes=-10' } });
+      expect(suffix.status).to.equal(206);
+      expect(Buffer.from(await suffix.arrayBuffer()).equals(content.subarray(-10))).to.equal(true);
+    });
+
+    it('when the range cannot be satisfied, then 416 with Content-Range: bytes */size', async () => {
+      const res = await call(t.url(file.public_link), { headers: { Range: 'bytes=300000-' } });
+      expect(res.status).to.equal(416);
+      expect(res.headers.get('content-range')).to.equal('bytes */300000');
+      expect(res.body.error.code).to.equal('range_not_satisfiable');
+    });
+
+    it('when If-None-Match carries the ETag, then 304 and no count', async () => {
+      const before = await downloadCount();
+      const etag = `"${sha(content)}"`;
+      // Not fetch: it adds Cache-Control: no-cache to conditional requests, which rightly disables 304.
+      const status = await new Promise<number>((resolve, reject) => {
+        request(t.url(file.public_link), { headers: { 'If-None-Match': etag } }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        })
+          .on('error', reject)
+          .end();
+      });
+      expect(status).to.equal(304);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await downloadCount()).to.equal(before);
+    });
+
+    it('when the token is unknown, malformed or has its case changed, then 404 JSON', async () => {
+      const token = file.public_link.split('/').pop()!;
+      const swapped = token.replace(/[a-z]/, (c) => c.toUpperCase()) === token ? token.toLowerCase() : token.replace(/[a-z]/, (c) => c.toUpperCase());
+      for (const bad of ['AAAAAAAAAAAAAAAAAAAAAA', 'short', token.slice(0, -1), swapped, '..%2F..%2Fetc%2Fpasswd']) {
+        const res = await call(t.url(`/download/${bad}`));
+        expect(res.status, bad).to.equal(404);
+        expect(res.body.success).to.equal(false);
+      }
+    });
+
+    it('when an .html file is downloaded, then it is an attachment that cannot run in our origin', async () => {
+      const up = await uploadFile(t.server.url, key, 'evil.html', '<script>alert(1)</script>');
+      const res = await fetch(t.url(up.body.public_link));
+      expect(res.headers.get('content-type')).to.equal('application/octet-stream');
+      expect(res.headers.get('content-disposition')).to.match(/^attachment;/);
+      expect(res.headers.get('content-security-policy')).to.include("default-src 'none'");
+    });
+
+    it('when the download needs no key, then a request without Authorization succeeds', async () => {
+      const res = await fetch(t.url(file.public_link), { headers: {} });
+      expect(res.status).to.equal(200);
+      await res.arrayBuffer();
+    });
+  });
+}
