@@ -55,13 +55,13 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
   });
   const server = await startServer(config);
 
-  const admin = async (method: string, path: string, body?: unknown) => {
+  const admin = async (method: string, path: string, body?: unknown): Promise<any> => {
     const res = await fetch(server.adminUrl + path, {
       method,
       headers: { Authorization: `Bearer ${server.adminToken}`, 'Content-Type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    const json = await res.json();
+    const json: any = await res.json();
     if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json;
   };
