@@ -5,6 +5,7 @@ import type { PlanService } from './accounts/plans.js';
 import type { AccountService } from './accounts/service.js';
 import { badRequest } from './errors.js';
 import type { FileService } from './files/service.js';
+import type { UploadGate } from './files/upload-gate.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { apiRoutes } from './http/api-routes.js';
 import { downloadRoutes } from './http/download-route.js';
@@ -16,16 +17,17 @@ export interface AppDeps {
   accounts: AccountService;
   files: FileService;
   store: ObjectStore;
+  uploadGate: UploadGate;
   logger: Logger;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
 }
 
 /** The public listener: the versioned API and download links. Does not listen. */
-export function createApp({ accounts, files, store, logger, publicUrl }: AppDeps): Koa {
+export function createApp({ accounts, files, store, uploadGate, logger, publicUrl }: AppDeps): Koa {
   const app = new Koa();
   app.silent = true; // errors are logged by errorResponses, once
-  const api = apiRoutes({ accounts, files, publicUrl });
+  const api = apiRoutes({ accounts, files, uploadGate, publicUrl });
   const downloads = downloadRoutes({ files, store, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(requestLog(logger));
   app.use(errorResponses(logger));

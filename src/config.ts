@@ -11,6 +11,13 @@ const port = z
   .transform(Number)
   .pipe(z.number().max(65535, 'must be an integer from 0 to 65535'));
 
+const MiB = 1024 * 1024;
+const integer = (min: number, max: number, message = `must be an integer from ${min} to ${max}`) =>
+  z.string().regex(/^[0-9]+$/, message).transform(Number).pipe(z.number().min(min, message).max(max, message));
+const flag = z
+  .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1');
+
 const schema = z
   .object({
     PORT: port.default(3000),
@@ -25,6 +32,23 @@ const schema = z
     ADMIN_PORT: port.default(3001),
     ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+    S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid bucket name').optional(),
+    S3_REGION: z.string().min(1).default('us-east-1'),
+    S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+    S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+    S3_FORCE_PATH_STYLE: flag.default(false),
+    S3_PART_SIZE: integer(5 * MiB, 5 * 1024 * MiB, 'must be bytes from 5 MiB (5242880) to 5 GiB').default(8 * MiB),
+    S3_PARTS_IN_FLIGHT: integer(1, 16).default(2),
+    UPLOAD_CONCURRENCY: integer(1, 10_000).default(32),
+  })
+  .superRefine((env, ctx) => {
+    if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
+      ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when S3_ENDPOINT or S3 credentials are set' });
+    }
+    if (!env.S3_ACCESS_KEY_ID !== !env.S3_SECRET_ACCESS_KEY) {
+      ctx.addIssue({ code: 'custom', path: ['S3_SECRET_ACCESS_KEY'], message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together' });
+    }
   })
   .transform((env) => ({
     port: env.PORT,
@@ -36,6 +60,22 @@ const schema = z
     adminPort: env.ADMIN_PORT,
     adminToken: env.ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,
+    uploadConcurrency: env.UPLOAD_CONCURRENCY,
+    /** Present when objects go to S3 instead of DATA_DIR/objects. */
+    s3: env.S3_BUCKET
+      ? {
+          endpoint: env.S3_ENDPOINT,
+          bucket: env.S3_BUCKET,
+          region: env.S3_REGION,
+          credentials:
+            env.S3_ACCESS_KEY_ID && env.S3_SECRET_ACCESS_KEY
+              ? { accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY }
+              : undefined,
+          forcePathStyle: env.S3_FORCE_PATH_STYLE,
+          partSize: env.S3_PART_SIZE,
+          partsInFlight: env.S3_PARTS_IN_FLIGHT,
+        }
+      : undefined,
   }));
 
 export type Config = z.output<typeof schema>;

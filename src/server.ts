@@ -13,7 +13,10 @@ import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/client.js';
 import { UploadQuota } from './files/quota.js';
 import { FileService } from './files/service.js';
+import { UploadGate } from './files/upload-gate.js';
 import { LocalObjectStore } from './storage/local.js';
+import type { ObjectStore } from './storage/object-store.js';
+import { S3ObjectStore } from './storage/s3.js';
 
 export interface RunningServer {
   /** Address of the public listener (the port is real when config asked for 0). */
@@ -36,25 +39,36 @@ async function listen(server: Server, port: number, host: string): Promise<strin
   return `http://${shownHost}:${address.port}`;
 }
 
+async function openStore(config: Config): Promise<ObjectStore> {
+  if (!config.s3) return new LocalObjectStore({ root: join(config.dataDir, 'objects') });
+  const store = new S3ObjectStore(config.s3);
+  await store.ensureBucket();
+  return store;
+}
+
 export async function startServer(config: Config, logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
   try {
     const applied = await db.migrate();
     if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
-    const store = new LocalObjectStore({ root: join(config.dataDir, 'objects') });
+    const store = await openStore(config);
     const onCleanupError = (err: unknown) => logger.error({ err }, 'clean-up failed');
     const accounts = new AccountService(db.prisma);
     const plans = new PlanService(db.prisma);
     const files = new FileService({ prisma: db.prisma, store, quota: new UploadQuota(db.prisma), onCleanupError });
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
 
-    const app = createApp({ accounts, files, store, logger, publicUrl: config.publicUrl });
+    const uploadGate = new UploadGate(config.uploadConcurrency);
+    const app = createApp({ accounts, files, store, uploadGate, logger, publicUrl: config.publicUrl });
     const adminApp = createAdminApp({ accounts, plans, logger, adminToken });
     const server = createServer(app.callback());
     const adminServer = createServer(adminApp.callback());
     const url = await listen(server, config.port, config.host);
     const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
-    logger.info({ url, adminUrl, database: db.kind, publicUrl: config.publicUrl }, 'dropstream listening');
+    logger.info(
+      { url, adminUrl, database: db.kind, store: config.s3 ? 's3' : 'local', publicUrl: config.publicUrl },
+      'dropstream listening',
+    );
 
     return {
       url,
@@ -68,6 +82,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
           new Promise((resolve) => server.close(resolve)),
           new Promise((resolve) => adminServer.close(resolve)),
         ]);
+        await store.close?.();
         await db.close();
       },
     };

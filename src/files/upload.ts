@@ -47,7 +47,7 @@ export class Upload {
     const counter = new ByteCounter(limit, () => fileErrors.tooLarge(limit));
     // The callback form only wires the two streams: errors on either side
     // destroy both and reach the store's put, which cleans up and rejects.
-    await this.store.put(this.key, pipeline(body, counter, ignore));
+    await this.store.put(this.key, pipeline(body, counter, ignore), { maxSize: limit });
     return { filename, size: counter.bytes, sha256: counter.sha256() };
   }
 

@@ -1,8 +1,9 @@
-import Router from '@koa/router';
+import Router, { type RouterContext } from '@koa/router';
 import { z } from 'zod';
 import type { AccountService } from '../accounts/service.js';
 import { badRequest } from '../errors.js';
 import type { FileService } from '../files/service.js';
+import type { UploadGate } from '../files/upload-gate.js';
 import { requireApiKey, type AuthState } from './auth.js';
 import { receiveFile } from './multipart.js';
 import { presentFile, publicLink } from './present.js';
@@ -10,6 +11,7 @@ import { presentFile, publicLink } from './present.js';
 export interface ApiDeps {
   accounts: AccountService;
   files: FileService;
+  uploadGate: UploadGate;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
 }
@@ -37,11 +39,20 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, publicUrl }: ApiDeps) {
+export function apiRoutes({ accounts, files, uploadGate, publicUrl }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   router.use(requireApiKey(accounts));
 
   router.post('/files/upload', async (ctx) => {
+    const leave = uploadGate.enter();
+    try {
+      await handleUpload(ctx);
+    } finally {
+      leave();
+    }
+  });
+
+  async function handleUpload(ctx: RouterContext<AuthState>) {
     const upload = await files.startUpload(ctx.state.caller);
     try {
       await receiveFile(ctx.req, (filename, stream) => upload.receive(filename, stream));
@@ -58,7 +69,7 @@ export function apiRoutes({ accounts, files, publicUrl }: ApiDeps) {
       await upload.abort();
       throw err;
     }
-  });
+  }
 
   router.get('/files', async (ctx) => {
     const { page, limit } = parseListQuery(ctx.query);

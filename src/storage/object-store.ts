@@ -6,6 +6,11 @@ export interface ByteRange {
   end: number;
 }
 
+export interface PutOptions {
+  /** The most bytes the body may hold (the plan's limit): lets a store size its multipart parts. */
+  maxSize?: number;
+}
+
 export interface ObjectInfo {
   /** Size in bytes. */
   size: number;
@@ -23,7 +28,7 @@ export interface ObjectStore {
    * fails, it rejects (with the body's own error when there is one) and no
    * part of the object remains visible.
    */
-  put(key: string, body: Readable): Promise<ObjectInfo>;
+  put(key: string, body: Readable, options?: PutOptions): Promise<ObjectInfo>;
 
   /** Streams the object, or the inclusive `range` of it. Rejects with ObjectNotFoundError. */
   get(key: string, range?: ByteRange): Promise<Readable>;
@@ -33,6 +38,9 @@ export interface ObjectStore {
 
   /** Removes the object. Removing a missing object is not an error. */
   delete(key: string): Promise<void>;
+
+  /** Releases connections and handles. */
+  close?(): Promise<void>;
 }
 
 export class ObjectNotFoundError extends Error {

@@ -1,0 +1,90 @@
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { expect } from 'chai';
+import { S3ObjectStore } from '../../src/storage/s3.js';
+import { S3_CREDENTIALS, startS3rver, type TestS3 } from '../helpers/s3rver.js';
+import { objectStoreContract } from './object-store.contract.js';
+
+const MiB = 1024 * 1024;
+let s3: TestS3;
+let buckets = 0;
+
+async function newStore(options: { partSize?: number } = {}) {
+  const store = new S3ObjectStore({
+    endpoint: s3.endpoint,
+    bucket: `contract-${++buckets}`,
+    region: 'us-east-1',
+    credentials: S3_CREDENTIALS,
+    forcePathStyle: true,
+    partSize: options.partSize ?? 5 * MiB,
+    partsInFlight: 2,
+  });
+  await store.ensureBucket();
+  return store;
+}
+
+describe('S3ObjectStore', () => {
+  before(async () => {
+    s3 = await startS3rver();
+  });
+  after(async () => {
+    await s3.close();
+  });
+
+  objectStoreContract('s3 (s3rver)', async () => {
+    const store = await newStore();
+    return { store, cleanup: () => store.close() };
+  });
+
+  it('when a body spans several parts, then it round-trips and no multipart upload stays open', async () => {
+    const store = await newStore();
+    const data = randomBytes(12 * MiB + 123);
+    const info = await store.put('multi/part', Readable.from([data.subarray(0, 7 * MiB), data.subarray(7 * MiB)]));
+    expect(info.size).to.equal(data.length);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await store.get('multi/part')) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).equals(data)).to.equal(true);
+    expect(await store.openUploads()).to.deep.equal([]);
+    await store.close();
+  });
+
+  it('when a multipart body fails after some parts, then the upload is aborted and nothing remains', async () => {
+    const store = await newStore();
+    const body = new Readable({ read() {} });
+    const putting = store.put('broken/multi', body);
+    body.push(randomBytes(11 * MiB));
+    await new Promise((r) => setTimeout(r, 300));
+    body.destroy(new Error('client went away'));
+    let error: unknown;
+    await putting.catch((err: unknown) => (error = err));
+    expect((error as Error).message).to.equal('client went away');
+    expect(await store.head('broken/multi')).to.equal(undefined);
+    expect(await store.openUploads()).to.deep.equal([]);
+    await store.close();
+  });
+
+  it('when the part size is asked for a large limit, then 10,000 parts always suffice', async () => {
+    const store = await newStore({ partSize: 8 * MiB });
+    expect(store.partSizeFor(1000)).to.equal(8 * MiB);
+    expect(store.partSizeFor(10 * 1024 * MiB)).to.equal(8 * MiB);
+    const huge = 200 * 1024 * MiB;
+    expect(store.partSizeFor(huge) * 10_000).to.be.at.least(huge);
+    await store.close();
+  });
+
+  it('when the bucket cannot be reached, then ensureBucket fails with a message naming it', async () => {
+    const store = new S3ObjectStore({
+      endpoint: 'http://127.0.0.1:1',
+      bucket: 'unreachable',
+      region: 'us-east-1',
+      credentials: S3_CREDENTIALS,
+      forcePathStyle: true,
+      partSize: 5 * MiB,
+      partsInFlight: 1,
+    });
+    let error: unknown;
+    await store.ensureBucket().catch((err: unknown) => (error = err));
+    expect((error as Error).message).to.match(/unreachable at http:\/\/127\.0\.0\.1:1/);
+    await store.close();
+  });
+});

@@ -1,0 +1,113 @@
+// s3rver (an S3 API server written in JavaScript) in this process, for tests.
+// MinIO is what operators run; it cannot be installed here.
+//
+// s3rver lacks two calls that MinIO and AWS have and that our store uses:
+// AbortMultipartUpload and ListMultipartUploads. They are added below on top
+// of s3rver's own on-disk layout (an upload is a folder of parts under
+// <bucket>/._S3rver_uploads/<uploadId>, with the object key in a `key` file),
+// so aborts really remove parts and "open uploads" reflects what s3rver holds.
+import { once } from 'node:events';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import S3rver from 's3rver';
+
+export const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+
+export interface TestS3 {
+  endpoint: string;
+  directory: string;
+  /** Environment that points the server at this s3rver and `bucket`. */
+  env(bucket: string): Record<string, string>;
+  /** Stops answering: closes the listener and cuts every open connection. */
+  stop(): Promise<void>;
+  /** Listens again on the same port, with the same data. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const uploadsDir = (directory: string, bucket: string) => join(directory, bucket, '._S3rver_uploads');
+
+const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+function multipartExtensions(directory: string) {
+  return async (ctx: any, next: () => Promise<void>) => {
+    const [, bucket, key] = /^\/([^/]+)\/?(.*)$/.exec(ctx.path) ?? [];
+    if (bucket && key && ctx.method === 'DELETE' && typeof ctx.query.uploadId === 'string') {
+      const dir = join(uploadsDir(directory, bucket), ctx.query.uploadId);
+      const exists = await readFile(join(dir, 'key')).then(() => true, () => false);
+      if (!exists) {
+        ctx.status = 404;
+        ctx.type = 'application/xml';
+        ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>';
+        return;
+      }
+      await rm(dir, { recursive: true, force: true });
+      ctx.status = 204;
+      return;
+    }
+    if (bucket && !key && ctx.method === 'GET' && 'uploads' in ctx.query) {
+      const ids = await readdir(uploadsDir(directory, bucket)).catch(() => [] as string[]);
+      const uploads = await Promise.all(
+        ids.map(async (id) => ({ id, key: await readFile(join(uploadsDir(directory, bucket), id, 'key'), 'utf8').catch(() => '') })),
+      );
+      ctx.type = 'application/xml';
+      ctx.body =
+        '<?xml version="1.0" encoding="UTF-8"?>\n<ListMultipartUploadsResult>' +
+        `<Bucket>${xml(bucket)}</Bucket><IsTruncated>false</IsTruncated>` +
+        uploads
+          .filter((u) => u.key)
+          .map((u) => `<Upload><Key>${xml(u.key)}</Key><UploadId>${xml(u.id)}</UploadId></Upload>`)
+          .join('') +
+        '</ListMultipartUploadsResult>';
+      return;
+    }
+    await next();
+  };
+}
+
+export async function startS3rver(): Promise<TestS3> {
+  const directory = await mkdtemp(join(tmpdir(), 'dropstream-s3rver-'));
+  const app = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory }) as any;
+  app.middleware.unshift(multipartExtensions(directory));
+  let server: Server | undefined;
+  let port = 0;
+
+  const start = async () => {
+    const address = (await app.run()) as AddressInfo;
+    server = app.httpServer as Server;
+    port = address.port;
+    // Later starts reuse the port, so clients configured with it reconnect.
+    app.serverOptions.port = port;
+  };
+  const stop = async () => {
+    if (!server) return;
+    const closing = once(server, 'close');
+    server.close();
+    server.closeAllConnections();
+    await closing;
+    server = undefined;
+  };
+  await start();
+  const endpoint = `http://127.0.0.1:${port}`;
+
+  return {
+    endpoint,
+    directory,
+    env: (bucket) => ({
+      S3_ENDPOINT: endpoint,
+      S3_BUCKET: bucket,
+      S3_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+      S3_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+      S3_FORCE_PATH_STYLE: 'true',
+    }),
+    stop,
+    start,
+    async close() {
+      await stop();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
