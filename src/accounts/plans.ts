@@ -41,11 +41,13 @@ export class PlanService {
 
   /** Creates the plan, or changes only the given fields of an existing one. A new plan starts with everything off. */
   async set(name: string, changes: PlanChanges): Promise<Plan> {
-    const data = { ...changes, maxFileSize: changes.maxFileSize === undefined ? undefined : BigInt(changes.maxFileSize) };
+    // Fields left out are not to be touched; undefined would also override the defaults below.
+    const given = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as PlanChanges;
+    const created = { ...NEW_PLAN_DEFAULTS, ...given };
     const row = await this.prisma.plan.upsert({
       where: { name },
-      update: data,
-      create: { ...NEW_PLAN_DEFAULTS, ...changes, name, maxFileSize: BigInt(changes.maxFileSize ?? 0) },
+      update: { ...given, maxFileSize: given.maxFileSize === undefined ? undefined : BigInt(given.maxFileSize) },
+      create: { ...created, name, maxFileSize: BigInt(created.maxFileSize) },
     });
     return toPlan(row);
   }

@@ -1,11 +1,9 @@
 // The `dropstream` command. Admin commands go through the running server's
 // admin API (PGlite allows one process per database, and the API is the same
 // one a website's backend would use).
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
-import { openDatabase } from '../db/client.js';
-import { createLogger, startServer } from '../server.js';
-import { join } from 'node:path';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
 
 const USAGE = `usage:
@@ -39,8 +37,11 @@ function required(name: string, value: string | undefined): string {
   return value;
 }
 
+// serve and migrate import the server and database modules when they run:
+// loading Prisma and PGlite takes most of a second the admin commands do not need.
 async function serve() {
   const config = loadConfig();
+  const { createLogger, startServer } = await import('../server.js');
   const logger = createLogger(config.logLevel);
   const server = await startServer(config, logger);
   const stop = async (signal: string) => {
@@ -54,6 +55,7 @@ async function serve() {
 
 async function migrate() {
   const config = loadConfig();
+  const { openDatabase } = await import('../db/client.js');
   const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
   try {
     print({ applied: await db.migrate() });
@@ -61,6 +63,11 @@ async function migrate() {
     await db.close();
   }
 }
+
+// Errors are one line (scripts read them); `dropstream help` prints the usage.
+const unknownCommand = (command: string) => new CliError(`unknown command: ${command} (see \`dropstream help\`)`);
+
+const ADMIN_COMMANDS = ['accounts create', 'accounts set-plan', 'keys rotate', 'plans list', 'plans set'];
 
 async function admin(group: string | undefined, action: string | undefined, args: string[]) {
   const { values, positionals } = parseArgs({
@@ -77,9 +84,11 @@ async function admin(group: string | undefined, action: string | undefined, args
       'daily-uploads': { type: 'string' },
     },
   });
+  const command = [group, action].filter(Boolean).join(' ');
+  // Before looking for a token: a typo should not be reported as a missing token.
+  if (!ADMIN_COMMANDS.includes(command)) throw unknownCommand(command);
   const client = await adminClientOptions(process.env);
   const account = () => integer('account', required('account', values.account));
-  const command = `${group} ${action}`;
   switch (command) {
     case 'accounts create': {
       const res = await adminRequest(client, 'POST', '/admin/accounts', { plan: required('plan', values.plan), email: values.email });
@@ -108,24 +117,41 @@ async function admin(group: string | undefined, action: string | undefined, args
       return print(res.plan);
     }
     default:
-      throw new CliError(`unknown command: ${command}\n${USAGE}`);
+      throw unknownCommand(command);
   }
 }
 
-export async function main(argv: string[]): Promise<void> {
+/** Runs a command; resolves to true when the process should stay up (serve), false when the command is done. */
+export async function main(argv: string[]): Promise<boolean> {
   const [command, ...rest] = argv;
-  if (command === 'serve') return serve();
-  if (command === 'migrate') return migrate();
-  if (command === 'accounts' || command === 'keys' || command === 'plans') return admin(command, rest[0], rest.slice(1));
-  if (command === 'help' || command === '--help' || command === '-h') {
-    console.log(USAGE);
-    return;
+  if (command === 'serve') {
+    await serve();
+    return true;
   }
-  throw new CliError(command ? `unknown command: ${command}\n${USAGE}` : USAGE);
+  if (command === 'migrate') await migrate();
+  else if (command === 'accounts' || command === 'keys' || command === 'plans') await admin(command, rest[0], rest.slice(1));
+  else if (command === 'help' || command === '--help' || command === '-h') process.stdout.write(`${USAGE}\n`);
+  else if (command) throw unknownCommand(command);
+  else throw new CliError(USAGE);
+  return false;
 }
 
-main(process.argv.slice(2)).catch((err: unknown) => {
-  const known = err instanceof CliError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-  process.stderr.write(`dropstream: ${known ? (err as Error).message : String((err as Error).stack ?? err)}\n`);
-  process.exit(1);
-});
+/**
+ * Exits once stdout and stderr are flushed. A finished command exits
+ * explicitly rather than waiting for the event loop to drain: Prisma's
+ * WebAssembly schema engine leaves a 10 s timer behind after migrating.
+ */
+function exit(code: number): void {
+  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+}
+
+main(process.argv.slice(2)).then(
+  (keepRunning) => {
+    if (!keepRunning) exit(0);
+  },
+  (err: unknown) => {
+    const known = err instanceof CliError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(`dropstream: ${known ? (err as Error).message : String((err as Error).stack ?? err)}\n`);
+    exit(1);
+  },
+);

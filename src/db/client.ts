@@ -8,6 +8,7 @@ import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapt
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { applyMigrations } from './migrate.js';
+import { pendingMigrations } from './pending.js';
 
 export type { PrismaClient };
 
@@ -43,7 +44,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return {
     prisma,
     kind: options.url ? 'postgresql' : 'pglite',
-    migrate: () => applyMigrations(factory),
+    migrate: async () => ((await pendingMigrations(prisma)).length ? applyMigrations(factory) : []),
     async close() {
       await prisma.$disconnect();
       await closeDriver();

@@ -5,7 +5,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
-import { openSchemaEngine } from './schema-engine.js';
+import { openSchemaEngine, type SchemaEngine } from './schema-engine.js';
 
 const root = fileURLToPath(new URL('../../prisma/', import.meta.url));
 export const schemaPath = join(root, 'schema.prisma');
@@ -33,29 +33,54 @@ export async function loadMigrations() {
   };
 }
 
-async function engineFor(adapterFactory: SqlMigrationAwareDriverAdapterFactory) {
+type SqlAdapter = Awaited<ReturnType<SqlMigrationAwareDriverAdapterFactory['connect']>>;
+
+/**
+ * Runs `fn` with a schema engine, then disposes every adapter the engine
+ * connected. The WebAssembly engine never disposes them itself: with
+ * PostgreSQL each is a pool whose open connection keeps holding migrate's
+ * advisory lock (the next migrate waits for it) and keeps the process alive
+ * until the pool's idle timeout.
+ */
+async function withEngine<T>(adapterFactory: SqlMigrationAwareDriverAdapterFactory, fn: (engine: SchemaEngine) => Promise<T>): Promise<T> {
+  const opened: SqlAdapter[] = [];
+  const track = async (adapter: Promise<SqlAdapter>) => {
+    const connected = await adapter;
+    opened.push(connected);
+    return connected;
+  };
+  const tracking: SqlMigrationAwareDriverAdapterFactory = Object.create(adapterFactory, {
+    connect: { value: () => track(adapterFactory.connect()) },
+    connectToShadowDb: { value: () => track(adapterFactory.connectToShadowDb()) },
+  });
+  for (const symbol of Object.getOwnPropertySymbols(adapterFactory)) {
+    Object.defineProperty(tracking, symbol, { value: (adapterFactory as unknown as Record<symbol, unknown>)[symbol] });
+  }
   const content = await readFile(schemaPath, 'utf8');
-  return openSchemaEngine({ path: 'schema.prisma', content }, adapterFactory);
+  const engine = await openSchemaEngine({ path: 'schema.prisma', content }, tracking);
+  try {
+    return await fn(engine);
+  } finally {
+    engine.free();
+    // allSettled: a failed close must not hide the error that got us here.
+    await Promise.allSettled(opened.map((adapter) => adapter.dispose()));
+  }
 }
 
 /** Applies pending migrations; returns the names of those it applied. */
 export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
-  const engine = await engineFor(adapterFactory);
-  try {
+  return withEngine(adapterFactory, async (engine) => {
     const { appliedMigrationNames } = await engine.applyMigrations({
       migrationsList: await loadMigrations(),
       filters: noFilter,
     });
     return appliedMigrationNames;
-  } finally {
-    engine.free();
-  }
+  });
 }
 
 /** SQL that takes a database from the current migrations to the schema (for new migrations). */
 export async function diffMigrationsToSchema(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string> {
-  const engine = await engineFor(adapterFactory);
-  try {
+  return withEngine(adapterFactory, async (engine) => {
     const content = await readFile(schemaPath, 'utf8');
     const migrations = await loadMigrations();
     const result = await engine.diff({
@@ -66,7 +91,5 @@ export async function diffMigrationsToSchema(adapterFactory: SqlMigrationAwareDr
       filters: noFilter,
     });
     return result.stdout ?? '';
-  } finally {
-    engine.free();
-  }
+  });
 }

@@ -100,7 +100,13 @@ export class S3ObjectStore implements ObjectStore {
     // fails too, so the body's own error (file too large, client gone) is
     // caught here, where it happens.
     let bodyError: unknown;
-    const onBodyError = (err: unknown) => (bodyError ??= err);
+    // When a part or the store fails, lib-storage stops reading and destroys
+    // `counted`, and the pipeline hands that AbortError on to the body: that
+    // error is ours, not the body's. The body's own errors reach it first.
+    let readerStopped = false;
+    const onBodyError = (err: unknown) => {
+      if (!readerStopped) bodyError ??= err;
+    };
     body.once('error', onBodyError);
     let size = 0;
     const counted = new Transform({
@@ -109,6 +115,11 @@ export class S3ObjectStore implements ObjectStore {
         callback(null, chunk);
       },
     });
+    const onCountedEnd = () => {
+      if (!body.errored) readerStopped = true;
+    };
+    // Listening before pipeline() does, so these run before it destroys the body.
+    counted.once('error', onCountedEnd).once('close', onCountedEnd);
     pipeline(body, counted, () => {});
     const upload = new Upload({
       client: this.client,
@@ -123,7 +134,7 @@ export class S3ObjectStore implements ObjectStore {
     } catch (err) {
       if (!body.destroyed) body.destroy();
       if (bodyError) throw bodyError;
-      if (body.errored) throw body.errored;
+      if (!readerStopped && body.errored) throw body.errored;
       throw new ObjectStoreError('upload to the object store failed', { cause: err });
     } finally {
       body.off('error', onBodyError);

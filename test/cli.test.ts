@@ -1,0 +1,352 @@
+// The `dropstream` command as an operator runs it: the compiled CLI
+// (bin/dropstream.js -> dist/, so `npm run build` first) in a child process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { configVariables } from '../src/config.js';
+import { call } from './helpers/client.js';
+import { backends, createTestDatabase } from './helpers/databases.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const bin = join(root, 'bin', 'dropstream.js');
+
+/** This process's environment without anything dropstream reads, so only what a test passes reaches the child. */
+const baseEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => !configVariables.includes(name) && name !== 'ADMIN_URL'),
+);
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** Non-empty stdout lines. */
+  lines: string[];
+}
+
+/** Runs `dropstream ...args` to completion; rejects when it outlives `timeoutMs`. */
+async function runCli(args: string[], env: Record<string, string>, timeoutMs = 15_000): Promise<CliResult> {
+  const child = spawn(process.execPath, [bin, ...args], { cwd: root, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+  clearTimeout(timer);
+  if (signal === 'SIGKILL') throw new Error(`dropstream ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`);
+  return { code, stdout, stderr, lines: stdout.split('\n').filter((line) => line !== '') };
+}
+
+/** The one JSON line a successful command prints, after checking it succeeded quietly. */
+function jsonLine(result: CliResult): any {
+  expect(result.stderr, 'stderr').to.equal('');
+  expect(result.code, 'exit code').to.equal(0);
+  expect(result.lines, 'stdout lines').to.have.length(1);
+  return JSON.parse(result.lines[0]!);
+}
+
+/** Checks a failure: non-zero exit, nothing on stdout, one `dropstream: ...` line on stderr; returns that line. */
+function failure(result: CliResult): string {
+  expect(result.code, 'exit code').to.be.a('number').and.not.equal(0);
+  expect(result.stdout, 'stdout').to.equal('');
+  expect(result.stderr, 'stderr').to.match(/^dropstream: [^\n]+\n$/);
+  return result.stderr.trim();
+}
+
+describe('dropstream CLI: admin commands', () => {
+  let server: TestServer;
+  let env: Record<string, string>;
+  const cli = (...args: string[]) => runCli(args, env);
+
+  before(async () => {
+    server = await startTestServer('pglite');
+    env = { ADMIN_URL: server.server.adminUrl, ADMIN_TOKEN: server.server.adminToken };
+  });
+
+  after(() => server?.close());
+
+  const stats = (key: string) => call(server.url('/api/v1/stats'), { key });
+
+  describe('accounts and keys', () => {
+    it('when accounts create succeeds, then it prints one JSON line with a working API key', async () => {
+      const out = jsonLine(await cli('accounts', 'create', '--plan', 'pro', '--email', 'x@example.com'));
+      expect(Object.keys(out)).to.deep.equal(['account_id', 'plan', 'api_key']);
+      expect(out.account_id).to.be.a('number').and.above(0);
+      expect(out.plan).to.equal('pro');
+      expect(out.api_key).to.match(/^ds_live_\S+$/);
+      const res = await stats(out.api_key);
+      expect(res.status).to.equal(200);
+      expect(res.body.plan).to.equal('pro');
+    });
+
+    it('when keys rotate succeeds, then the old key is refused and the new one works', async () => {
+      const { accountId, apiKey: oldKey } = await server.account('pro');
+      const out = jsonLine(await cli('keys', 'rotate', '--account', String(accountId)));
+      expect(Object.keys(out)).to.deep.equal(['account_id', 'api_key']);
+      expect(out.account_id).to.equal(accountId);
+      expect(out.api_key).to.match(/^ds_live_\S+$/).and.not.equal(oldKey);
+      expect((await stats(oldKey)).status).to.equal(401);
+      expect((await stats(out.api_key)).status).to.equal(200);
+    });
+
+    it('when accounts set-plan succeeds, then the API reports the new plan', async () => {
+      const { accountId, apiKey } = await server.account('pro');
+      const out = jsonLine(await cli('accounts', 'set-plan', '--account', String(accountId), '--plan', 'business'));
+      expect(out).to.deep.equal({ account_id: accountId, plan: 'business' });
+      const res = await stats(apiKey);
+      expect(res.status).to.equal(200);
+      expect(res.body.plan).to.equal('business');
+    });
+  });
+
+  describe('plans', () => {
+    it('when plans set creates a plan, then it prints the plan and plans list includes it', async () => {
+      const out = jsonLine(
+        await cli('plans', 'set', 'tiny', '--api-access', 'true', '--requests-per-minute', '5', '--requests-per-day', '10', '--max-file-size', '1000', '--daily-uploads', '2'),
+      );
+      expect(out).to.deep.equal({ name: 'tiny', api_access: true, requests_per_minute: 5, requests_per_day: 10, max_file_size: 1000, daily_uploads: 2 });
+
+      const list = jsonLine(await cli('plans', 'list'));
+      expect(list).to.be.an('array');
+      expect(list.map((p: { name: string }) => p.name)).to.include.members(['free', 'pro', 'business', 'tiny']);
+      expect(list.find((p: { name: string }) => p.name === 'tiny')).to.deep.equal(out);
+    });
+
+    it('when plans set changes one field of an existing plan, then the other fields are kept', async () => {
+      jsonLine(await cli('plans', 'set', 'partial', '--api-access', 'true', '--requests-per-minute', '7', '--requests-per-day', '70', '--max-file-size', '700', '--daily-uploads', '3'));
+      const out = jsonLine(await cli('plans', 'set', 'partial', '--daily-uploads', '4'));
+      expect(out).to.deep.equal({ name: 'partial', api_access: true, requests_per_minute: 7, requests_per_day: 70, max_file_size: 700, daily_uploads: 4 });
+      const list = jsonLine(await cli('plans', 'list'));
+      expect(list.find((p: { name: string }) => p.name === 'partial')).to.deep.equal(out);
+    });
+
+    it('when plans set is given a new plan with one field, then the rest start switched off', async () => {
+      const out = jsonLine(await cli('plans', 'set', 'sparse', '--max-file-size', '123'));
+      expect(out).to.deep.equal({ name: 'sparse', api_access: false, requests_per_minute: 0, requests_per_day: 0, max_file_size: 123, daily_uploads: 0 });
+    });
+  });
+
+  describe('failures', () => {
+    it('when the plan does not exist, then accounts create fails with one line naming it', async () => {
+      expect(failure(await cli('accounts', 'create', '--plan', 'nosuch'))).to.include('nosuch');
+    });
+
+    it('when the account does not exist, then keys rotate fails with one line', async () => {
+      expect(failure(await cli('keys', 'rotate', '--account', '999999'))).to.match(/no such account/i);
+    });
+
+    it('when the account does not exist, then accounts set-plan fails with one line', async () => {
+      expect(failure(await cli('accounts', 'set-plan', '--account', '999999', '--plan', 'pro'))).to.match(/no such account/i);
+    });
+
+    it('when a flag value is not a number, then the CLI names the flag', async () => {
+      expect(failure(await cli('plans', 'set', 'tiny', '--max-file-size', 'abc'))).to.include('--max-file-size');
+      // Nothing was changed on the way.
+      const list = jsonLine(await cli('plans', 'list'));
+      expect(list.map((p: { name: string }) => p.name)).not.to.include('abc');
+    });
+
+    it('when a boolean flag is not true or false, then the CLI names the flag', async () => {
+      expect(failure(await cli('plans', 'set', 'tiny', '--api-access', 'yes'))).to.include('--api-access');
+    });
+
+    it('when a required flag is missing, then the CLI names it', async () => {
+      expect(failure(await cli('accounts', 'create'))).to.include('--plan');
+    });
+
+    it('when a flag is unknown, then the CLI names it', async () => {
+      expect(failure(await cli('plans', 'list', '--bogus'))).to.include('--bogus');
+    });
+
+    it('when the command is unknown, then the CLI says so in one line', async () => {
+      const [top, sub, bare] = await Promise.all([cli('frobnicate'), cli('accounts', 'frobnicate'), cli('accounts')]);
+      expect(failure(top)).to.include('unknown command: frobnicate');
+      expect(failure(sub)).to.include('unknown command: accounts frobnicate');
+      expect(failure(bare)).to.include('unknown command: accounts');
+    });
+
+    it('when the admin token is wrong, then the CLI reports 401', async () => {
+      const result = await runCli(['plans', 'list'], { ...env, ADMIN_TOKEN: 'definitely-not-the-admin-token' });
+      expect(failure(result)).to.include('401');
+    });
+
+    it('when the admin API is unreachable, then the CLI says where it looked', async () => {
+      const result = await runCli(['plans', 'list'], { ADMIN_URL: 'http://127.0.0.1:1', ADMIN_TOKEN: server.server.adminToken });
+      expect(failure(result)).to.include('cannot reach the admin API at http://127.0.0.1:1');
+    });
+
+    it('when there is neither ADMIN_TOKEN nor a token file, then the CLI says how to get one', async () => {
+      const empty = await mkdtemp(join(tmpdir(), 'dropstream-cli-'));
+      try {
+        const result = await runCli(['plans', 'list'], { ADMIN_URL: server.server.adminUrl, DATA_DIR: empty });
+        expect(failure(result)).to.include('no admin token').and.include(join(empty, 'admin-token'));
+      } finally {
+        await rm(empty, { recursive: true, force: true });
+      }
+    });
+  });
+
+  it('when ADMIN_TOKEN is not set, then the CLI reads DATA_DIR/admin-token', async () => {
+    const out = jsonLine(await runCli(['accounts', 'create', '--plan', 'pro'], { ADMIN_URL: server.server.adminUrl, DATA_DIR: server.dataDir }));
+    expect(out.plan).to.equal('pro');
+    expect((await stats(out.api_key)).status).to.equal(200);
+  });
+});
+
+/** A running `dropstream serve` child and its JSON log lines. */
+interface ServeProcess {
+  child: ChildProcess;
+  logs: any[];
+  stderr(): string;
+  /** The first log line with this msg; waits for it, or rejects when the process exits or `timeoutMs` passes. */
+  waitForLog(msg: string, timeoutMs?: number): Promise<any>;
+}
+
+function startServe(env: Record<string, string>): ServeProcess {
+  const child = spawn(process.execPath, [bin, 'serve'], { cwd: root, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: any[] = [];
+  let pending = '';
+  let stderr = '';
+  let exited = false;
+  const waiters = new Set<() => void>();
+  const notify = () => waiters.forEach((w) => w());
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    pending += chunk;
+    const lines = pending.split('\n');
+    pending = lines.pop()!;
+    for (const line of lines) if (line) logs.push(JSON.parse(line));
+    notify();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.once('exit', () => {
+    exited = true;
+    notify();
+  });
+  return {
+    child,
+    logs,
+    stderr: () => stderr,
+    waitForLog(msg, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => done(new Error(`no "${msg}" log within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
+        const check = () => {
+          const found = logs.find((line) => line.msg === msg);
+          if (found) done(undefined, found);
+          else if (exited) done(new Error(`serve exited before logging "${msg}"; stderr: ${stderr}`));
+        };
+        const done = (err?: Error, line?: unknown) => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          if (err) reject(err);
+          else resolve(line);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Waits for the child to exit; kills it and rejects after `timeoutMs`. */
+async function exitOf(child: ChildProcess, timeoutMs = 15_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) return { code: child.exitCode, signal: child.signalCode };
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  clearTimeout(timer);
+  return { code, signal };
+}
+
+describe('dropstream serve', () => {
+  let dataDir: string;
+  let serve: ServeProcess | undefined;
+
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'dropstream-serve-'));
+  });
+
+  after(async () => {
+    if (serve && serve.child.exitCode === null && serve.child.signalCode === null) {
+      serve.child.kill('SIGKILL');
+      await once(serve.child, 'exit');
+    }
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('when started on a fresh DATA_DIR, then it serves, the CLI provisions through it, and SIGTERM stops it cleanly', async () => {
+    serve = startServe({ DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' });
+    const listening = await serve.waitForLog('dropstream listening');
+    expect(listening.url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(listening.adminUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(listening.database).to.equal('pglite');
+    expect(serve.logs.find((line) => line.msg === 'applied migrations')?.migrations).to.include.members(['20261121231846_init', '20261121231900_seed_plans']);
+
+    const tokenFile = await stat(join(dataDir, 'admin-token'));
+    expect(tokenFile.isFile()).to.equal(true);
+    expect(tokenFile.mode & 0o777).to.equal(0o600);
+
+    const account = jsonLine(await runCli(['accounts', 'create', '--plan', 'pro'], { DATA_DIR: dataDir, ADMIN_URL: listening.adminUrl }));
+    expect(account.api_key).to.match(/^ds_live_/);
+
+    const form = new FormData();
+    form.append('file', new Blob(['hello from the CLI test']), 'hello.txt');
+    const res = await fetch(`${listening.url}/api/v1/files/upload`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${account.api_key}` },
+      body: form,
+    });
+    const body = (await res.json()) as { success: boolean; filename: string; size: number; public_link: string };
+    expect(res.status).to.equal(201);
+    expect(body).to.include({ success: true, filename: 'hello.txt', size: 23 });
+    const download = await fetch(listening.url + new URL(body.public_link).pathname);
+    expect(download.status).to.equal(200);
+    expect(await download.text()).to.equal('hello from the CLI test');
+
+    serve.child.kill('SIGTERM');
+    const { code, signal } = await exitOf(serve.child);
+    expect(signal, 'signal').to.equal(null);
+    expect(code, 'exit code').to.equal(0);
+    expect(serve.logs.some((line) => line.msg === 'shutting down' && line.signal === 'SIGTERM')).to.equal(true);
+    expect(serve.stderr()).to.equal('');
+  });
+
+  it('when a config value is bad, then serve exits non-zero with a line naming the variable', async () => {
+    const result = await runCli(['serve'], { DATA_DIR: dataDir, PORT: 'abc' });
+    expect(failure(result)).to.match(/\bPORT\b/);
+  });
+});
+
+if (backends.includes('postgresql')) {
+  describe('dropstream migrate (postgresql)', () => {
+    let database: { url: string; drop(): Promise<void> };
+    let dataDir: string;
+
+    before(async () => {
+      database = await createTestDatabase();
+      dataDir = await mkdtemp(join(tmpdir(), 'dropstream-migrate-'));
+    });
+
+    after(async () => {
+      await database?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+
+    it('when run on a fresh database, then it applies both migrations, and a second run applies none', async () => {
+      const env = { DATABASE_URL: database.url, DATA_DIR: dataDir };
+      // A one-shot command must exit as soon as it is done, not linger on timers or pools.
+      const folders = (await readdir(join(root, 'prisma', 'migrations'), { withFileTypes: true }))
+        .filter((entry) => entry.isDirectory())
+        .map((entry) => entry.name)
+        .sort();
+      expect(folders).to.include.members(['20261121231846_init', '20261121231900_seed_plans']);
+      const first = jsonLine(await runCli(['migrate'], env, 8000));
+      expect(first).to.deep.equal({ applied: folders });
+      const second = jsonLine(await runCli(['migrate'], env, 8000));
+      expect(second).to.deep.equal({ applied: [] });
+    });
+  });
+}

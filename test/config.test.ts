@@ -1,0 +1,141 @@
+import { isAbsolute, resolve } from 'node:path';
+import { expect } from 'chai';
+import { ConfigError, configVariables, loadConfig } from '../src/config.js';
+
+/** The ConfigError loadConfig throws for `env`; fails the test when it does not throw one. */
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).to.be.instanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  expect.fail(`loadConfig(${JSON.stringify(env)}) did not throw`);
+}
+
+describe('loadConfig', () => {
+  it('when nothing is set, then the defaults apply', () => {
+    const config = loadConfig({});
+    expect(config.port).to.equal(3000);
+    expect(config.host).to.equal('0.0.0.0');
+    expect(config.publicUrl).to.equal('http://localhost:3000');
+    expect(config.adminHost).to.equal('127.0.0.1');
+    expect(config.adminPort).to.equal(3001);
+    expect(config.dataDir).to.equal(resolve('data'));
+    expect(isAbsolute(config.dataDir)).to.equal(true);
+    expect(config.databaseUrl).to.equal(undefined);
+    expect(config.adminToken).to.equal(undefined);
+    expect(config.logLevel).to.equal('info');
+  });
+
+  it('when the core variables are set, then each reaches the config', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '127.0.0.1',
+      PUBLIC_URL: 'https://files.example.com',
+      DATA_DIR: '/srv/dropstream',
+      DATABASE_URL: 'postgresql://u@db:5432/ds',
+      ADMIN_HOST: '0.0.0.0',
+      ADMIN_PORT: '9090',
+      ADMIN_TOKEN: 'a-long-enough-admin-token',
+      LOG_LEVEL: 'warn',
+    });
+    expect(config).to.include({
+      port: 8080,
+      host: '127.0.0.1',
+      publicUrl: 'https://files.example.com',
+      dataDir: '/srv/dropstream',
+      databaseUrl: 'postgresql://u@db:5432/ds',
+      adminHost: '0.0.0.0',
+      adminPort: 9090,
+      adminToken: 'a-long-enough-admin-token',
+      logLevel: 'warn',
+    });
+  });
+
+  it('when DATA_DIR is relative, then it is resolved to an absolute path', () => {
+    expect(loadConfig({ DATA_DIR: 'some/dir' }).dataDir).to.equal(resolve('some/dir'));
+  });
+
+  it('when PUBLIC_URL ends with slashes, then they are removed', () => {
+    expect(loadConfig({ PUBLIC_URL: 'https://files.example.com/' }).publicUrl).to.equal('https://files.example.com');
+    expect(loadConfig({ PUBLIC_URL: 'https://example.com/dl//' }).publicUrl).to.equal('https://example.com/dl');
+  });
+
+  it('when PORT is set and PUBLIC_URL is not, then PUBLIC_URL follows PORT', () => {
+    expect(loadConfig({ PORT: '8080' }).publicUrl).to.equal('http://localhost:8080');
+  });
+
+  it('when postgres:// is used instead of postgresql://, then DATABASE_URL is accepted', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://u@db/ds' }).databaseUrl).to.equal('postgres://u@db/ds');
+  });
+
+  const badValues: Array<[string, string]> = [
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['PORT', ' '],
+    ['PORT', '0x10'],
+    ['PORT', '1e3'],
+    ['ADMIN_PORT', 'abc'],
+    ['PUBLIC_URL', 'ftp://x'],
+    ['PUBLIC_URL', 'not a url'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['LOG_LEVEL', 'loud'],
+    ['ADMIN_TOKEN', 'too-short'],
+  ];
+  for (const [name, value] of badValues) {
+    it(`when ${name}=${JSON.stringify(value)}, then a ConfigError names ${name}`, () => {
+      const err = configError({ [name]: value });
+      expect(err.message).to.match(new RegExp(`\\b${name}\\b`));
+      // Only the bad variable is blamed.
+      for (const other of configVariables.filter((v) => v !== name)) expect(err.message).not.to.match(new RegExp(`\\b${other}\\b`));
+    });
+  }
+
+  it('when two variables are bad, then the message names both', () => {
+    const err = configError({ PORT: 'abc', LOG_LEVEL: 'loud' });
+    expect(err.message).to.include('PORT').and.to.include('LOG_LEVEL');
+  });
+
+  it('when a variable is the empty string, then it is treated as unset', () => {
+    const config = loadConfig({ PORT: '', HOST: '', PUBLIC_URL: '', DATA_DIR: '', DATABASE_URL: '', ADMIN_PORT: '', ADMIN_TOKEN: '', LOG_LEVEL: '' });
+    expect(config.port).to.equal(3000);
+    expect(config.host).to.equal('0.0.0.0');
+    expect(config.publicUrl).to.equal('http://localhost:3000');
+    expect(config.dataDir).to.equal(resolve('data'));
+    expect(config.databaseUrl).to.equal(undefined);
+    expect(config.adminPort).to.equal(3001);
+    expect(config.adminToken).to.equal(undefined);
+    expect(config.logLevel).to.equal('info');
+  });
+
+  it('when variables the server does not read are set, then they are ignored', () => {
+    expect(loadConfig({ PATH: '/usr/bin', SOMETHING_ELSE: 'x' }).port).to.equal(3000);
+  });
+
+  it('when configVariables is read, then it lists every variable the server reads, by its environment name', () => {
+    expect(configVariables).to.include.members([
+      'PORT',
+      'HOST',
+      'PUBLIC_URL',
+      'DATA_DIR',
+      'DATABASE_URL',
+      'ADMIN_HOST',
+      'ADMIN_PORT',
+      'ADMIN_TOKEN',
+      'LOG_LEVEL',
+      'S3_ENDPOINT',
+      'S3_BUCKET',
+      'S3_REGION',
+      'S3_ACCESS_KEY_ID',
+      'S3_SECRET_ACCESS_KEY',
+      'S3_FORCE_PATH_STYLE',
+      'S3_PART_SIZE',
+      'S3_PARTS_IN_FLIGHT',
+      'UPLOAD_CONCURRENCY',
+    ]);
+    for (const name of configVariables) expect(name).to.match(/^[A-Z][A-Z0-9_]*$/);
+    expect(new Set(configVariables).size).to.equal(configVariables.length);
+  });
+});
