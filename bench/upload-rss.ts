@@ -76,7 +76,8 @@ async function upload(url: string, key: string, size: number): Promise<{ status:
 
 const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-bench-'));
 let s3: ChildProcess | undefined;
-const env: Record<string, string> = { ...process.env as Record<string, string>, DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' };
+// The allocator settings `npm start` and the Docker image use (see README, Memory).
+const env: Record<string, string> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', ...(process.env as Record<string, string>), DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' };
 if (values.store === 's3') {
   s3 = spawn(process.execPath, ['--import', 'tsx', 'bench/s3rver-process.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const { endpoint } = await firstJsonLine(s3, (o) => o.endpoint);

@@ -9,8 +9,8 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { uploadStream } from './s3-upload.js';
 import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectStore, type PutOptions } from './object-store.js';
 
 export interface S3StoreOptions {
@@ -24,7 +24,7 @@ export interface S3StoreOptions {
   forcePathStyle: boolean;
   /** Smallest part of a multipart upload, in bytes (at least 5 MiB, S3's minimum). Larger files get larger parts. */
   partSize: number;
-  /** Parts uploaded at once per upload. Memory per upload is about (partsInFlight + 1) x part size. */
+  /** Parts uploaded at once per upload. Each upload holds exactly (partsInFlight + 1) part buffers. */
   partsInFlight: number;
 }
 
@@ -49,7 +49,7 @@ function sliceRange({ start, end }: ByteRange): Transform {
   });
 }
 
-/** S3 and S3-compatible stores (MinIO), through @aws-sdk/lib-storage multipart uploads. */
+/** S3 and S3-compatible stores (MinIO). Uploads stream through fixed part buffers (s3-upload.ts). */
 export class S3ObjectStore implements ObjectStore {
   readonly client: S3Client;
   private readonly bucket: string;
@@ -95,50 +95,15 @@ export class S3ObjectStore implements ObjectStore {
     return Math.max(this.options.partSize, Math.ceil(maxSize / MAX_PARTS));
   }
 
-  async put(key: string, body: Readable, options: PutOptions = {}): Promise<ObjectInfo> {
-    // lib-storage replaces the body's error with the abort's when the abort
-    // fails too, so the body's own error (file too large, client gone) is
-    // caught here, where it happens.
-    let bodyError: unknown;
-    // When a part or the store fails, lib-storage stops reading and destroys
-    // `counted`, and the pipeline hands that AbortError on to the body: that
-    // error is ours, not the body's. The body's own errors reach it first.
-    let readerStopped = false;
-    const onBodyError = (err: unknown) => {
-      if (!readerStopped) bodyError ??= err;
-    };
-    body.once('error', onBodyError);
-    let size = 0;
-    const counted = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        size += chunk.length;
-        callback(null, chunk);
-      },
-    });
-    const onCountedEnd = () => {
-      if (!body.errored) readerStopped = true;
-    };
-    // Listening before pipeline() does, so these run before it destroys the body.
-    counted.once('error', onCountedEnd).once('close', onCountedEnd);
-    pipeline(body, counted, () => {});
-    const upload = new Upload({
+  put(key: string, body: Readable, options: PutOptions = {}): Promise<ObjectInfo> {
+    return uploadStream({
       client: this.client,
-      params: { Bucket: this.bucket, Key: key, Body: counted, ContentType: 'application/octet-stream' },
+      bucket: this.bucket,
+      key,
+      body,
       partSize: this.partSizeFor(options.maxSize),
-      queueSize: this.options.partsInFlight,
-      leavePartsOnError: false,
+      partsInFlight: this.options.partsInFlight,
     });
-    try {
-      await upload.done();
-      return { size };
-    } catch (err) {
-      if (!body.destroyed) body.destroy();
-      if (bodyError) throw bodyError;
-      if (!readerStopped && body.errored) throw body.errored;
-      throw new ObjectStoreError('upload to the object store failed', { cause: err });
-    } finally {
-      body.off('error', onBodyError);
-    }
   }
 
   async get(key: string, range?: ByteRange): Promise<Readable> {
