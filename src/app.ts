@@ -10,7 +10,10 @@ import { adminRoutes } from './http/admin-routes.js';
 import { apiRoutes } from './http/api-routes.js';
 import { downloadRoutes } from './http/download-route.js';
 import { errorResponses } from './http/errors.js';
+import { healthRoutes } from './http/health-routes.js';
 import { requestLog } from './http/request-log.js';
+import type { FailureLimits } from './limits/failure-limits.js';
+import type { RequestLimits } from './limits/request-limits.js';
 import type { ObjectStore } from './storage/object-store.js';
 
 export interface AppDeps {
@@ -18,21 +21,36 @@ export interface AppDeps {
   files: FileService;
   store: ObjectStore;
   uploadGate: UploadGate;
+  requestLimits: RequestLimits;
+  authFailures: FailureLimits;
+  tokenFailures: FailureLimits;
   logger: Logger;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
+  /** Client addresses from X-Forwarded-For. */
+  trustProxy?: boolean;
+  /** Readiness of the dependencies, for /readyz. */
+  readiness: () => Promise<Readiness>;
+}
+
+export interface Readiness {
+  /** false when a dependency the API cannot work without is down. */
+  ready: boolean;
+  checks: Record<string, 'ok' | 'down' | 'degraded' | 'off'>;
 }
 
 /** The public listener: the versioned API and download links. Does not listen. */
-export function createApp({ accounts, files, store, uploadGate, logger, publicUrl }: AppDeps): Koa {
-  const app = new Koa();
+export function createApp(deps: AppDeps): Koa {
+  const { accounts, files, store, uploadGate, requestLimits, authFailures, tokenFailures, logger, publicUrl } = deps;
+  const app = new Koa({ proxy: deps.trustProxy ?? false });
   app.silent = true; // errors are logged by errorResponses, once
-  const api = apiRoutes({ accounts, files, uploadGate, publicUrl });
-  const downloads = downloadRoutes({ files, store, onCountError: (err) => logger.error({ err }, 'download count failed') });
+  const api = apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, publicUrl });
+  const downloads = downloadRoutes({ files, store, tokenFailures, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(requestLog(logger));
   app.use(errorResponses(logger));
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
+  app.use(healthRoutes(deps.readiness).routes());
   return app;
 }
 

@@ -41,6 +41,11 @@ const schema = z
     S3_PART_SIZE: integer(5 * MiB, 5 * 1024 * MiB, 'must be bytes from 5 MiB (5242880) to 5 GiB').default(8 * MiB),
     S3_PARTS_IN_FLIGHT: integer(1, 16).default(2),
     UPLOAD_CONCURRENCY: integer(1, 10_000).default(32),
+    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+    REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/, 'letters, digits, : _ - (at most 64)').default('dropstream'),
+    TRUST_PROXY: flag.default(false),
+    AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
+    LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
   })
   .superRefine((env, ctx) => {
     if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
@@ -61,6 +66,15 @@ const schema = z
     adminToken: env.ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,
     uploadConcurrency: env.UPLOAD_CONCURRENCY,
+    /** Shared rate-limit counters; absent means in-memory, per instance. */
+    redisUrl: env.REDIS_URL,
+    /** Prefix of every Redis key, so deployments can share one Redis. */
+    redisKeyPrefix: env.REDIS_KEY_PREFIX,
+    /** Take the client address from X-Forwarded-For (behind a reverse proxy). */
+    trustProxy: env.TRUST_PROXY,
+    /** Failed API keys, and unknown download links, allowed per client address and minute before 429. */
+    authFailureLimit: env.AUTH_FAILURE_LIMIT,
+    linkFailureLimit: env.LINK_FAILURE_LIMIT,
     /** Present when objects go to S3 instead of DATA_DIR/objects. */
     s3: env.S3_BUCKET
       ? {

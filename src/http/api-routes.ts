@@ -6,12 +6,18 @@ import type { FileService } from '../files/service.js';
 import type { UploadGate } from '../files/upload-gate.js';
 import { requireApiKey, type AuthState } from './auth.js';
 import { receiveFile } from './multipart.js';
+import { limitFailures, limitRequests } from './rate-limit.js';
+import type { FailureLimits } from '../limits/failure-limits.js';
+import type { RequestLimits } from '../limits/request-limits.js';
 import { presentFile, publicLink } from './present.js';
 
 export interface ApiDeps {
   accounts: AccountService;
   files: FileService;
   uploadGate: UploadGate;
+  requestLimits: RequestLimits;
+  /** Failed authentications per client address. */
+  authFailures: FailureLimits;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
 }
@@ -39,9 +45,11 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, uploadGate, publicUrl }: ApiDeps) {
+export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, publicUrl }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
+  router.use(limitFailures(authFailures, 401));
   router.use(requireApiKey(accounts));
+  router.use(limitRequests(requestLimits));
 
   router.post('/files/upload', async (ctx) => {
     const leave = uploadGate.enter();

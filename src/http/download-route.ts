@@ -6,11 +6,15 @@ import { AppError } from '../errors.js';
 import { fileErrors } from '../files/errors.js';
 import type { FileRecord } from '../files/record.js';
 import type { FileService } from '../files/service.js';
+import type { FailureLimits } from '../limits/failure-limits.js';
 import type { ByteRange, ObjectStore } from '../storage/object-store.js';
+import { limitFailures } from './rate-limit.js';
 
 export interface DownloadDeps {
   files: FileService;
   store: ObjectStore;
+  /** Unknown link tokens per client address. */
+  tokenFailures: FailureLimits;
   /** Called when counting a completed download fails; the download itself has succeeded. */
   onCountError: (err: unknown) => void;
 }
@@ -52,10 +56,10 @@ function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange
  * link token is the credential. Files are always attachments, never rendered
  * by the browser, so an uploaded HTML or SVG file cannot run in our origin.
  */
-export function downloadRoutes({ files, store, onCountError }: DownloadDeps) {
+export function downloadRoutes({ files, store, tokenFailures, onCountError }: DownloadDeps) {
   const router = new Router();
 
-  router.get('/download/:token', async (ctx) => {
+  router.get('/download/:token', limitFailures(tokenFailures, 404), async (ctx) => {
     const token = ctx.params.token!;
     const file = TOKEN.test(token) ? await files.findByLinkToken(token) : undefined;
     if (!file) throw fileErrors.notFound();

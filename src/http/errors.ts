@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
 import { ObjectNotFoundError, ObjectStoreError } from '../storage/object-store.js';
 
+const KEEP_ON_ERROR = /^(x-request-id|x-ratelimit-|ratelimit)/i;
+
 const internal = () => new AppError(500, 'internal_error', 'Internal server error');
 
 /** Errors from dependencies become their client-facing form here, at the edge. */
@@ -31,8 +33,9 @@ export function errorResponses(logger: Logger): Middleware {
       if (!known) logger.error({ err }, 'unhandled error');
       const error = known ?? internal();
       if (ctx.headerSent) return;
-      // Headers meant for the success response (a download's disposition, say) must not ride on the error.
-      for (const name of ctx.res.getHeaderNames()) ctx.res.removeHeader(name);
+      // Headers meant for the success response (a download's disposition, say)
+      // must not ride on the error; the request id and limit state stay.
+      for (const name of ctx.res.getHeaderNames()) if (!KEEP_ON_ERROR.test(name)) ctx.res.removeHeader(name);
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.body = { success: false, error: { code: error.code, message: error.message } };

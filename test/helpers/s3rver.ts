@@ -70,17 +70,18 @@ function multipartExtensions(directory: string) {
 
 export async function startS3rver(): Promise<TestS3> {
   const directory = await mkdtemp(join(tmpdir(), 'dropstream-s3rver-'));
-  const app = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory }) as any;
-  app.middleware.unshift(multipartExtensions(directory));
   let server: Server | undefined;
   let port = 0;
 
+  // A new s3rver each time: a closed one has shut its logger down and would
+  // print every request on restart. The data stays in `directory`.
   const start = async () => {
+    const app = new S3rver({ port, address: '127.0.0.1', silent: true, directory }) as any;
+    app.middleware.unshift(multipartExtensions(directory));
     const address = (await app.run()) as AddressInfo;
     server = app.httpServer as Server;
-    port = address.port;
     // Later starts reuse the port, so clients configured with it reconnect.
-    app.serverOptions.port = port;
+    port = address.port;
   };
   const stop = async () => {
     if (!server) return;

@@ -16,7 +16,7 @@ export interface TestServer {
   dataDir: string;
   /** Calls the admin API; throws unless 2xx. */
   admin(method: string, path: string, body?: unknown): Promise<any>;
-  /** A new account on `plan`, with its API key. */
+  /** A new account on `plan` (default: the roomy test plan), with its API key. */
   account(plan?: string): Promise<{ accountId: number; apiKey: string }>;
   /** Sets (creates or updates) a plan through the admin API. */
   plan(name: string, fields: Record<string, unknown>): Promise<void>;
@@ -40,9 +40,24 @@ async function walk(dir: string): Promise<string[]> {
   return out;
 }
 
+async function adminCall(server: RunningServer, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(server.adminUrl + path, {
+    method,
+    headers: { Authorization: `Bearer ${server.adminToken}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json: any = await res.json();
+  if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** A plan without practical request limits, so tests that are not about limits never meet them. */
+export const ROOMY_PLAN = 'roomy';
+
 export async function startTestServer(backend: Backend, env: Record<string, string> = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-test-'));
-  const database = backend === 'postgresql' ? await createTestDatabase() : undefined;
+  // A given DATABASE_URL is shared (two instances, one database); otherwise each server gets its own.
+  const database = backend === 'postgresql' && !env.DATABASE_URL ? await createTestDatabase() : undefined;
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -50,28 +65,29 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
     DATA_DIR: dataDir,
     PUBLIC_URL,
     LOG_LEVEL: 'silent',
+    // Suites share a server and an address; the limit tests set their own.
+    AUTH_FAILURE_LIMIT: '10000',
+    LINK_FAILURE_LIMIT: '10000',
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...env,
   });
   const server = await startServer(config);
+  await adminCall(server, 'PUT', '/admin/plans/roomy', {
+    api_access: true,
+    requests_per_minute: 1_000_000,
+    requests_per_day: 1_000_000,
+    max_file_size: 5368709120,
+    daily_uploads: 1_000_000,
+  });
 
-  const admin = async (method: string, path: string, body?: unknown): Promise<any> => {
-    const res = await fetch(server.adminUrl + path, {
-      method,
-      headers: { Authorization: `Bearer ${server.adminToken}`, 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json: any = await res.json();
-    if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
+  const admin = (method: string, path: string, body?: unknown) => adminCall(server, method, path, body);
 
   return {
     server,
     backend,
     dataDir,
     admin,
-    async account(plan = 'pro') {
+    async account(plan = ROOMY_PLAN) {
       const res = await admin('POST', '/admin/accounts', { plan });
       return { accountId: res.account_id, apiKey: res.api_key };
     },

@@ -1,0 +1,21 @@
+import Router from '@koa/router';
+import type { Readiness } from '../app.js';
+
+/**
+ * /healthz: the process answers. /readyz: the dependencies answer; 503 names
+ * what is down. Redis down is "degraded", not down: limits then hold per
+ * instance and the API keeps working.
+ */
+export function healthRoutes(readiness: () => Promise<Readiness>) {
+  const router = new Router();
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    const { ready, checks } = await readiness();
+    const degraded = Object.values(checks).includes('degraded');
+    ctx.status = ready ? 200 : 503;
+    ctx.body = { status: ready ? (degraded ? 'degraded' : 'ok') : 'unavailable', checks };
+  });
+  return router;
+}

@@ -1,0 +1,80 @@
+import type { Context, Middleware } from 'koa';
+import { AppError } from '../errors.js';
+import type { FailureLimits } from '../limits/failure-limits.js';
+import type { LimitDecision, RequestLimits, WindowState } from '../limits/request-limits.js';
+import type { AuthState } from './auth.js';
+
+const statusOf = (err: unknown) => (err instanceof AppError ? err.status : 500);
+
+/** The window a client should watch: the one that refused, else the one closest to refusing. */
+function binding({ refusedBy, minute, day }: LimitDecision): WindowState {
+  if (refusedBy) return refusedBy === 'minute' ? minute : day;
+  return day.remaining < minute.remaining ? day : minute;
+}
+
+function setHeaders(ctx: Context, decision: LimitDecision) {
+  const window = binding(decision);
+  const nowSeconds = Math.floor(Date.now() / 1000);
+  ctx.set({
+    'X-RateLimit-Limit': String(window.limit),
+    'X-RateLimit-Remaining': String(window.remaining),
+    'X-RateLimit-Reset': String(nowSeconds + window.resetSeconds),
+    // IETF draft-ietf-httpapi-ratelimit-headers: the policies, then the binding window's state.
+    'RateLimit-Policy': [decision.minute, decision.day].map((w) => `"${w.name}";q=${w.limit};w=${w.windowSeconds}`).join(', '),
+    RateLimit: `"${window.name}";r=${window.remaining};t=${window.resetSeconds}`,
+  });
+  return window;
+}
+
+/**
+ * Counts every authenticated API request against the account's per-minute
+ * and per-day limits (429 when exceeded) and reports the state on every
+ * response. Requests answered 403 are given back: a refusal costs nothing.
+ */
+export function limitRequests(limits: RequestLimits): Middleware<AuthState> {
+  return async (ctx, next) => {
+    const { accountId, plan } = ctx.state.caller;
+    const decision = await limits.take(accountId, plan);
+    const window = setHeaders(ctx, decision);
+    if (!decision.allowed) {
+      throw new AppError(429, 'rate_limited', `Rate limit of ${window.limit} requests per ${window.name} exceeded`, {
+        'Retry-After': String(window.resetSeconds),
+      });
+    }
+    let status = 500;
+    try {
+      await next();
+      status = ctx.status;
+    } catch (err) {
+      status = statusOf(err);
+      throw err;
+    } finally {
+      if (status === 403) await limits.refund(accountId, plan).catch(() => {});
+    }
+  };
+}
+
+/**
+ * Refuses addresses that failed too often (429 `too_many_failures`) and
+ * counts responses with `failingStatus` as failures.
+ */
+export function limitFailures(limits: FailureLimits, failingStatus: number): Middleware {
+  return async (ctx, next) => {
+    const wait = await limits.waitSeconds(ctx.ip);
+    if (wait > 0) {
+      throw new AppError(429, 'too_many_failures', 'Too many failed requests from this address; try again later', {
+        'Retry-After': String(wait),
+      });
+    }
+    let status = 500;
+    try {
+      await next();
+      status = ctx.status;
+    } catch (err) {
+      status = statusOf(err);
+      throw err;
+    } finally {
+      if (status === failingStatus) await limits.record(ctx.ip).catch(() => {});
+    }
+  };
+}
