@@ -49,7 +49,7 @@ export function limitRequests(limits: RequestLimits): Middleware<AuthState> {
       status = statusOf(err);
       throw err;
     } finally {
-      if (status === 403) await limits.refund(accountId, plan).catch(() => {});
+      if (status === 403) await limits.refund(accountId).catch(() => {});
     }
   };
 }

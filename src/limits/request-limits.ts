@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Plan } from '../accounts/plans.js';
 
 /** One window's state after a request, for the response headers. */
@@ -23,6 +23,8 @@ export interface LimitDecision {
 }
 
 const MINUTE = 60;
+/** The counters never refuse by themselves (see RequestLimits). */
+const UNCAPPED = 2 ** 31 - 1;
 const DAY = 86_400;
 
 const utcDay = (now: Date) => now.toISOString().slice(0, 10);
@@ -43,85 +45,70 @@ export interface RequestLimitsOptions {
  * Per-account request limits: a fixed one-minute window from the first
  * request, and the UTC day (as for the daily upload quota). Counters live in
  * Redis, so every instance counts against the same numbers; when Redis fails
- * or is slow, each limiter falls back to an in-memory twin with the same
- * limit (per instance, so a cluster briefly allows up to N times the limit).
+ * or is slow, the counters fall back to in-memory twins (per instance, so a
+ * cluster briefly allows up to N times the limit).
  *
  * A request refused by the minute limit does not spend a daily point: it did
  * no work.
  */
 export class RequestLimits {
-  private readonly limiters = new Map<string, RateLimiterAbstract>();
+  private readonly minute: RateLimiterAbstract;
+  private readonly day: RateLimiterAbstract;
   private readonly clock: () => Date;
 
-  constructor(private readonly options: RequestLimitsOptions = {}) {
+  constructor(options: RequestLimitsOptions = {}) {
     this.clock = options.clock ?? (() => new Date());
-  }
-
-  // Limiters differ only in their limit; counts are stored by key prefix, so
-  // a plan change applies at once and keeps what was already used.
-  private limiter(window: 'minute' | 'day', points: number): RateLimiterAbstract {
-    const id = `${window}:${points}`;
-    let limiter = this.limiters.get(id);
-    if (!limiter) {
-      // The day key carries the date, so it expires on its own a little after the day ends.
-      const base = { keyPrefix: `${this.options.keyPrefix ?? 'dropstream'}:rl:${window}`, points, duration: window === 'minute' ? MINUTE : DAY + 3600 };
+    const prefix = options.keyPrefix ?? 'dropstream';
+    // The store only counts; the plan's limit is compared here, on every
+    // request, so a plan change applies at once and keeps what was used.
+    const counter = (window: 'minute' | 'day', duration: number) => {
+      const base = { keyPrefix: `${prefix}:rl:${window}`, points: UNCAPPED, duration };
       const memory = new RateLimiterMemory(base);
-      limiter = this.options.redis
-        ? new RateLimiterRedis({ ...base, storeClient: this.options.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory })
+      return options.redis
+        ? new RateLimiterRedis({ ...base, storeClient: options.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory })
         : memory;
-      this.limiters.set(id, limiter);
-    }
-    return limiter;
-  }
-
-  private async consume(limiter: RateLimiterAbstract, key: string): Promise<{ allowed: boolean; res: RateLimiterRes }> {
-    try {
-      return { allowed: true, res: await limiter.consume(key) };
-    } catch (err) {
-      if (err instanceof RateLimiterRes) return { allowed: false, res: err };
-      throw err;
-    }
+    };
+    this.minute = counter('minute', MINUTE);
+    // The day key carries the UTC date, so it expires on its own a little after the day ends.
+    this.day = counter('day', DAY + 3600);
   }
 
   /** Counts one request of the account and says whether it may proceed. */
   async take(accountId: number, plan: Plan): Promise<LimitDecision> {
     const now = this.clock();
     const dayKey = `${accountId}:${utcDay(now)}`;
-    const minuteLimiter = this.limiter('minute', plan.requestsPerMinute);
-    const dayLimiter = this.limiter('day', plan.requestsPerDay);
-    const perMinute = await this.consume(minuteLimiter, String(accountId));
-    const minute: WindowState = {
-      name: 'minute',
-      limit: plan.requestsPerMinute,
-      remaining: Math.max(0, plan.requestsPerMinute - perMinute.res.consumedPoints),
-      resetSeconds: Math.max(1, Math.ceil(perMinute.res.msBeforeNext / 1000)),
-      windowSeconds: MINUTE,
-    };
+    const perMinute = await this.minute.consume(String(accountId));
+    let refusedBy: LimitDecision['refusedBy'] = perMinute.consumedPoints > plan.requestsPerMinute ? 'minute' : undefined;
     let dayUsed: number;
-    let refusedBy: LimitDecision['refusedBy'] = perMinute.allowed ? undefined : 'minute';
     if (!refusedBy) {
-      const perDay = await this.consume(dayLimiter, dayKey);
-      if (!perDay.allowed) refusedBy = 'day';
-      dayUsed = perDay.res.consumedPoints;
+      dayUsed = (await this.day.consume(dayKey)).consumedPoints;
+      if (dayUsed > plan.requestsPerDay) refusedBy = 'day';
     } else {
-      dayUsed = (await dayLimiter.get(dayKey))?.consumedPoints ?? 0;
+      dayUsed = (await this.day.get(dayKey))?.consumedPoints ?? 0;
     }
-    const day: WindowState = {
-      name: 'day',
-      limit: plan.requestsPerDay,
-      remaining: Math.max(0, plan.requestsPerDay - dayUsed),
-      resetSeconds: secondsToUtcMidnight(now),
-      windowSeconds: DAY,
+    return {
+      allowed: !refusedBy,
+      refusedBy,
+      minute: {
+        name: 'minute',
+        limit: plan.requestsPerMinute,
+        remaining: Math.max(0, plan.requestsPerMinute - perMinute.consumedPoints),
+        resetSeconds: Math.max(1, Math.ceil(perMinute.msBeforeNext / 1000)),
+        windowSeconds: MINUTE,
+      },
+      day: {
+        name: 'day',
+        limit: plan.requestsPerDay,
+        remaining: Math.max(0, plan.requestsPerDay - dayUsed),
+        resetSeconds: secondsToUtcMidnight(now),
+        windowSeconds: DAY,
+      },
     };
-    return { allowed: !refusedBy, refusedBy, minute, day };
   }
 
   /** Gives back a request's points (for requests answered 403, which do not count). */
-  async refund(accountId: number, plan: Plan): Promise<void> {
+  async refund(accountId: number): Promise<void> {
     const dayKey = `${accountId}:${utcDay(this.clock())}`;
-    await Promise.all([
-      this.limiter('minute', plan.requestsPerMinute).reward(String(accountId)),
-      this.limiter('day', plan.requestsPerDay).reward(dayKey),
-    ]);
+    await Promise.all([this.minute.reward(String(accountId)), this.day.reward(dayKey)]);
   }
 }
