@@ -14,6 +14,7 @@ import { healthRoutes } from './http/health-routes.js';
 import { requestLog } from './http/request-log.js';
 import type { FailureLimits } from './limits/failure-limits.js';
 import type { RequestLimits } from './limits/request-limits.js';
+import type { Metrics } from './metrics.js';
 import type { ObjectStore } from './storage/object-store.js';
 
 export interface AppDeps {
@@ -24,6 +25,7 @@ export interface AppDeps {
   requestLimits: RequestLimits;
   authFailures: FailureLimits;
   tokenFailures: FailureLimits;
+  metrics: Metrics;
   logger: Logger;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
@@ -41,13 +43,13 @@ export interface Readiness {
 
 /** The public listener: the versioned API and download links. Does not listen. */
 export function createApp(deps: AppDeps): Koa {
-  const { accounts, files, store, uploadGate, requestLimits, authFailures, tokenFailures, logger, publicUrl } = deps;
+  const { accounts, files, store, uploadGate, requestLimits, authFailures, tokenFailures, metrics, logger, publicUrl } = deps;
   const app = new Koa({ proxy: deps.trustProxy ?? false });
   app.silent = true; // errors are logged by errorResponses, once
-  const api = apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, publicUrl });
-  const downloads = downloadRoutes({ files, store, tokenFailures, onCountError: (err) => logger.error({ err }, 'download count failed') });
-  app.use(requestLog(logger));
-  app.use(errorResponses(logger));
+  const api = apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, metrics, publicUrl });
+  const downloads = downloadRoutes({ files, store, tokenFailures, metrics, onCountError: (err) => logger.error({ err }, 'download count failed') });
+  app.use(requestLog(logger, metrics));
+  app.use(errorResponses(logger, metrics));
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
   app.use(healthRoutes(deps.readiness).routes());
@@ -59,13 +61,14 @@ export interface AdminAppDeps {
   plans: PlanService;
   logger: Logger;
   adminToken: string;
+  metrics: Metrics;
 }
 
 /** The admin listener: provisioning of accounts, keys and plans. Does not listen. */
-export function createAdminApp({ accounts, plans, logger, adminToken }: AdminAppDeps): Koa {
+export function createAdminApp({ accounts, plans, logger, adminToken, metrics }: AdminAppDeps): Koa {
   const app = new Koa();
   app.silent = true;
-  const admin = adminRoutes({ accounts, plans, adminToken });
+  const admin = adminRoutes({ accounts, plans, adminToken, metrics });
   app.use(requestLog(logger));
   app.use(errorResponses(logger));
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', onError: () => {

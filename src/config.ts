@@ -44,6 +44,10 @@ const schema = z
     REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/, 'letters, digits, : _ - (at most 64)').default('dropstream'),
     TRUST_PROXY: flag.default(false),
+    LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
+    SHUTDOWN_TIMEOUT: integer(0, 3600).default(30),
+    HEADERS_TIMEOUT: integer(1, 600).default(20),
+    IDLE_TIMEOUT: integer(1, 3600).default(60),
     AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
   })
@@ -65,6 +69,14 @@ const schema = z
     adminPort: env.ADMIN_PORT,
     adminToken: env.ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,
+    /** JSON lines, or colourised lines for a terminal. */
+    logFormat: env.LOG_FORMAT,
+    /** Seconds in-flight requests get to finish after SIGTERM before they are cut off. */
+    shutdownTimeout: env.SHUTDOWN_TIMEOUT,
+    /** Seconds a client has to send its request headers (stops slow-loris clients). */
+    headersTimeout: env.HEADERS_TIMEOUT,
+    /** Seconds a connection may stay silent mid-request; a long upload that keeps sending is never cut. */
+    idleTimeout: env.IDLE_TIMEOUT,
     uploadConcurrency: env.UPLOAD_CONCURRENCY,
     /** Shared rate-limit counters; absent means in-memory, per instance. */
     redisUrl: env.REDIS_URL,

@@ -1,9 +1,8 @@
 // The composition root: config in, running listeners out. Only this module
 // builds objects; everything else receives what it needs.
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import { PlanService } from './accounts/plans.js';
@@ -18,8 +17,10 @@ import { UploadGate } from './files/upload-gate.js';
 import { FailureLimits } from './limits/failure-limits.js';
 import { connectRedis, redisReady } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
+import { applyTimeouts, drain, listen } from './listener.js';
+import { Metrics } from './metrics.js';
 import { LocalObjectStore } from './storage/local.js';
-import type { ObjectStore } from './storage/object-store.js';
+import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
 import { S3ObjectStore } from './storage/s3.js';
 
 export interface RunningServer {
@@ -28,19 +29,21 @@ export interface RunningServer {
   adminUrl: string;
   adminToken: string;
   db: Database;
-  close(): Promise<void>;
+  metrics: Metrics;
+  /**
+   * Graceful shutdown: stop accepting, let requests in progress finish for
+   * up to SHUTDOWN_TIMEOUT (or `timeoutSeconds`), cut the rest (their
+   * uploads are aborted and cleaned up), then close store, Redis, database.
+   */
+  close(timeoutSeconds?: number): Promise<void>;
 }
 
-export function createLogger(level: Config['logLevel']): Logger {
-  return pino({ level, base: undefined });
-}
+/** Secrets never reach a log line, even if a future call passes them in. */
+const REDACT = ['req.headers.authorization', '*.authorization', '*.api_key', '*.apiKey', '*.token', '*.adminToken'];
 
-async function listen(server: Server, port: number, host: string): Promise<string> {
-  server.listen(port, host);
-  await once(server, 'listening');
-  const address = server.address() as AddressInfo;
-  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return `http://${shownHost}:${address.port}`;
+export function createLogger(level: Config['logLevel'], format: Config['logFormat'] = 'json'): Logger {
+  const transport = format === 'pretty' ? { target: 'pino-pretty', options: { translateTime: 'SYS:standard' } } : undefined;
+  return pino({ level, base: undefined, redact: REDACT, transport });
 }
 
 async function checkReadiness(db: Database, store: ObjectStore, redis: Redis | undefined): Promise<Readiness> {
@@ -64,20 +67,24 @@ async function openStore(config: Config): Promise<ObjectStore> {
   return store;
 }
 
-export async function startServer(config: Config, logger = createLogger(config.logLevel)): Promise<RunningServer> {
+export async function startServer(config: Config, logger = createLogger(config.logLevel, config.logFormat)): Promise<RunningServer> {
   let redis: Redis | undefined;
   const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
   try {
     const applied = await db.migrate();
     if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
     const store = await openStore(config);
-    const onCleanupError = (err: unknown) => logger.error({ err }, 'clean-up failed');
+    const uploadGate = new UploadGate(config.uploadConcurrency);
+    const metrics = new Metrics(() => uploadGate.inFlight);
+    const onCleanupError = (err: unknown) => {
+      if (err instanceof ObjectStoreError) metrics.storeErrors.inc();
+      logger.error({ err }, 'clean-up failed');
+    };
     const accounts = new AccountService(db.prisma);
     const plans = new PlanService(db.prisma);
     const files = new FileService({ prisma: db.prisma, store, quota: new UploadQuota(db.prisma), onCleanupError });
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
 
-    const uploadGate = new UploadGate(config.uploadConcurrency);
     redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
     const app = createApp({
       accounts,
@@ -87,14 +94,19 @@ export async function startServer(config: Config, logger = createLogger(config.l
       requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix }),
       authFailures: new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'auth', failures: config.authFailureLimit, windowSeconds: 60 }),
       tokenFailures: new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'link', failures: config.linkFailureLimit, windowSeconds: 60 }),
+      metrics,
       logger,
       publicUrl: config.publicUrl,
       trustProxy: config.trustProxy,
-      readiness: () => checkReadiness(db, store, redis),
+      // While draining, load balancers must stop sending traffic here.
+      readiness: async () => (draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, redis)),
     });
-    const adminApp = createAdminApp({ accounts, plans, logger, adminToken });
+    const adminApp = createAdminApp({ accounts, plans, logger, adminToken, metrics });
     const server = createServer(app.callback());
     const adminServer = createServer(adminApp.callback());
+    const timeouts = { headersSeconds: config.headersTimeout, idleSeconds: config.idleTimeout };
+    applyTimeouts(server, timeouts);
+    applyTimeouts(adminServer, timeouts);
     const url = await listen(server, config.port, config.host);
     const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
     logger.info(
@@ -102,21 +114,28 @@ export async function startServer(config: Config, logger = createLogger(config.l
       'dropstream listening',
     );
 
+    let draining = false;
+    let closing: Promise<void> | undefined;
     return {
       url,
       adminUrl,
       adminToken,
       db,
-      async close() {
-        server.closeIdleConnections();
-        adminServer.closeIdleConnections();
-        await Promise.all([
-          new Promise((resolve) => server.close(resolve)),
-          new Promise((resolve) => adminServer.close(resolve)),
-        ]);
-        await store.close?.();
-        redis?.disconnect();
-        await db.close();
+      metrics,
+      close(timeoutSeconds = config.shutdownTimeout) {
+        // Once: a second call (a second signal, a test's clean-up) waits for the first.
+        closing ??= (async () => {
+          draining = true;
+          const [cut] = await Promise.all([drain(server, timeoutSeconds * 1000), drain(adminServer, timeoutSeconds * 1000)]);
+          // Cut uploads clean up after themselves (abort, delete, give back the
+          // quota slot); that needs the store and the database still open.
+          for (let waited = 0; uploadGate.inFlight > 0 && waited < 10_000; waited += 20) await sleep(20);
+          logger.info({ cut_connections: cut, uploads_left: uploadGate.inFlight }, 'stopped');
+          await store.close?.();
+          redis?.disconnect();
+          await db.close();
+        })();
+        return closing;
       },
     };
   } catch (err) {

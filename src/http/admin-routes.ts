@@ -4,6 +4,7 @@ import type { Middleware } from 'koa';
 import { z } from 'zod';
 import type { Plan, PlanService } from '../accounts/plans.js';
 import type { AccountService } from '../accounts/service.js';
+import type { Metrics } from '../metrics.js';
 import { AppError, badRequest } from '../errors.js';
 
 export interface AdminDeps {
@@ -11,6 +12,8 @@ export interface AdminDeps {
   plans: PlanService;
   /** Bearer token every admin request must carry. */
   adminToken: string;
+  /** Served at /metrics, behind the same token. */
+  metrics: Metrics;
 }
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
@@ -59,15 +62,23 @@ export const presentPlan = (plan: Plan) => ({
 });
 
 /** Provisioning for the CLI and a website's backend, on its own listener. */
-export function adminRoutes({ accounts, plans, adminToken }: AdminDeps) {
-  const router = new Router({ prefix: '/admin' });
-  router.use(requireAdminToken(adminToken));
+export function adminRoutes({ accounts, plans, adminToken, metrics }: AdminDeps) {
+  const router = new Router();
+  const guard = requireAdminToken(adminToken);
 
-  router.get('/plans', async (ctx) => {
+  // Prometheus format; scrape it with the admin token as a bearer credential.
+  router.get('/metrics', guard, async (ctx) => {
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  });
+
+  router.use('/admin', guard);
+
+  router.get('/admin/plans', async (ctx) => {
     ctx.body = { success: true, plans: (await plans.list()).map(presentPlan) };
   });
 
-  router.put('/plans/:name', async (ctx) => {
+  router.put('/admin/plans/:name', async (ctx) => {
     const name = parse(planName, ctx.params.name);
     const body = parse(planBody, ctx.request.body);
     const plan = await plans.set(name, {
@@ -80,21 +91,21 @@ export function adminRoutes({ accounts, plans, adminToken }: AdminDeps) {
     ctx.body = { success: true, plan: presentPlan(plan) };
   });
 
-  router.post('/accounts', async (ctx) => {
+  router.post('/admin/accounts', async (ctx) => {
     const body = parse(accountBody, ctx.request.body);
     const created = await accounts.create(body);
     ctx.status = 201;
     ctx.body = { success: true, account_id: created.accountId, plan: created.plan, api_key: created.apiKey };
   });
 
-  router.patch('/accounts/:id', async (ctx) => {
+  router.patch('/admin/accounts/:id', async (ctx) => {
     const id = parse(accountId, ctx.params.id);
     const body = parse(changePlanBody, ctx.request.body);
     const changed = await accounts.changePlan(id, body.plan);
     ctx.body = { success: true, account_id: changed.accountId, plan: changed.plan };
   });
 
-  router.post('/accounts/:id/keys', async (ctx) => {
+  router.post('/admin/accounts/:id/keys', async (ctx) => {
     const rotated = await accounts.rotateKey(parse(accountId, ctx.params.id));
     ctx.status = 201;
     ctx.body = { success: true, account_id: rotated.accountId, api_key: rotated.apiKey };

@@ -1,4 +1,6 @@
 import Router, { type RouterContext } from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import compose from 'koa-compose';
 import { z } from 'zod';
 import type { AccountService } from '../accounts/service.js';
 import { badRequest } from '../errors.js';
@@ -9,6 +11,7 @@ import { receiveFile } from './multipart.js';
 import { limitFailures, limitRequests } from './rate-limit.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
+import type { Metrics } from '../metrics.js';
 import { presentFile, publicLink } from './present.js';
 
 export interface ApiDeps {
@@ -18,6 +21,7 @@ export interface ApiDeps {
   requestLimits: RequestLimits;
   /** Failed authentications per client address. */
   authFailures: FailureLimits;
+  metrics?: Metrics;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
 }
@@ -45,13 +49,17 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, publicUrl }: ApiDeps) {
+export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, metrics, publicUrl }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
-  router.use(limitFailures(authFailures, 401));
-  router.use(requireApiKey(accounts));
-  router.use(limitRequests(requestLimits));
+  // On each route rather than router.use(), so logs and metrics name the
+  // route even when a request is refused before reaching it.
+  const guard = compose<ParameterizedContext<AuthState>>([
+    limitFailures(authFailures, 401, metrics),
+    requireApiKey(accounts),
+    limitRequests(requestLimits, metrics),
+  ]);
 
-  router.post('/files/upload', async (ctx) => {
+  router.post('/files/upload', guard, async (ctx) => {
     const leave = uploadGate.enter();
     try {
       await handleUpload(ctx);
@@ -65,6 +73,7 @@ export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFail
     try {
       await receiveFile(ctx.req, (filename, stream) => upload.receive(filename, stream));
       const file = await upload.commit();
+      metrics?.uploadedBytes.inc(file.size);
       ctx.status = 201;
       ctx.body = {
         success: true,
@@ -79,7 +88,7 @@ export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFail
     }
   }
 
-  router.get('/files', async (ctx) => {
+  router.get('/files', guard, async (ctx) => {
     const { page, limit } = parseListQuery(ctx.query);
     const { files: records, total } = await files.list(ctx.state.caller.accountId, page, limit);
     ctx.body = {
@@ -89,17 +98,17 @@ export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFail
     };
   });
 
-  router.get('/files/:id', async (ctx) => {
+  router.get('/files/:id', guard, async (ctx) => {
     const file = await files.get(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
     ctx.body = { success: true, file: presentFile(file, publicUrl) };
   });
 
-  router.delete('/files/:id', async (ctx) => {
+  router.delete('/files/:id', guard, async (ctx) => {
     await files.delete(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
     ctx.body = { success: true, message: 'File deleted successfully' };
   });
 
-  router.get('/stats', async (ctx) => {
+  router.get('/stats', guard, async (ctx) => {
     const { accountId, plan } = ctx.state.caller;
     const stats = await files.stats(accountId);
     ctx.body = {

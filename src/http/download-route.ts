@@ -8,6 +8,7 @@ import type { FileRecord } from '../files/record.js';
 import type { FileService } from '../files/service.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { ByteRange, ObjectStore } from '../storage/object-store.js';
+import type { Metrics } from '../metrics.js';
 import { limitFailures } from './rate-limit.js';
 
 export interface DownloadDeps {
@@ -15,6 +16,7 @@ export interface DownloadDeps {
   store: ObjectStore;
   /** Unknown link tokens per client address. */
   tokenFailures: FailureLimits;
+  metrics?: Metrics;
   /** Called when counting a completed download fails; the download itself has succeeded. */
   onCountError: (err: unknown) => void;
 }
@@ -56,10 +58,10 @@ function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange
  * link token is the credential. Files are always attachments, never rendered
  * by the browser, so an uploaded HTML or SVG file cannot run in our origin.
  */
-export function downloadRoutes({ files, store, tokenFailures, onCountError }: DownloadDeps) {
+export function downloadRoutes({ files, store, tokenFailures, metrics, onCountError }: DownloadDeps) {
   const router = new Router();
 
-  router.get('/download/:token', limitFailures(tokenFailures, 404), async (ctx) => {
+  router.get('/download/:token', limitFailures(tokenFailures, 404, metrics), async (ctx) => {
     const token = ctx.params.token!;
     const file = TOKEN.test(token) ? await files.findByLinkToken(token) : undefined;
     if (!file) throw fileErrors.notFound();
@@ -89,10 +91,14 @@ export function downloadRoutes({ files, store, tokenFailures, onCountError }: Do
     if (ctx.method === 'HEAD') return;
 
     ctx.body = await store.get(file.storageKey, range);
+    const length = ctx.length;
     const whole = !range || (range.start === 0 && range.end === file.size - 1);
     // 'finish' means every byte was handed to the connection; a client that
     // hangs up first causes 'close' alone, and is not counted.
-    if (whole) ctx.res.once('finish', () => files.countDownload(file.id).catch(onCountError));
+    ctx.res.once('finish', () => {
+      metrics?.downloadedBytes.inc(length);
+      if (whole) files.countDownload(file.id).catch(onCountError);
+    });
   });
 
   return router;

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import type { Metrics } from '../metrics.js';
 import { AppError } from '../errors.js';
 import { ObjectNotFoundError, ObjectStoreError } from '../storage/object-store.js';
 
@@ -22,13 +23,17 @@ function toAppError(err: unknown): AppError | undefined {
  * Only AppError messages reach clients; anything else is logged and becomes
  * a bare 500, so no stack trace or database text leaks.
  */
-export function errorResponses(logger: Logger): Middleware {
+export function errorResponses(logger: Logger, metrics?: Metrics): Middleware {
   return async (ctx, next) => {
     try {
       await next();
       if (ctx.body === undefined && ctx.status === 404) throw new AppError(404, 'not_found', 'No such route');
       if (ctx.body === undefined && ctx.status === 405) throw new AppError(405, 'method_not_allowed', 'Method not allowed', { Allow: String(ctx.response.get('Allow')) });
     } catch (err) {
+      if (err instanceof ObjectStoreError) {
+        metrics?.storeErrors.inc();
+        logger.warn({ err }, 'object store failed');
+      }
       const known = toAppError(err);
       if (!known) logger.error({ err }, 'unhandled error');
       const error = known ?? internal();

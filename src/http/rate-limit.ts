@@ -2,6 +2,7 @@ import type { Context, Middleware } from 'koa';
 import { AppError } from '../errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { LimitDecision, RequestLimits, WindowState } from '../limits/request-limits.js';
+import type { Metrics } from '../metrics.js';
 import type { AuthState } from './auth.js';
 
 const statusOf = (err: unknown) => (err instanceof AppError ? err.status : 500);
@@ -31,12 +32,13 @@ function setHeaders(ctx: Context, decision: LimitDecision) {
  * and per-day limits (429 when exceeded) and reports the state on every
  * response. Requests answered 403 are given back: a refusal costs nothing.
  */
-export function limitRequests(limits: RequestLimits): Middleware<AuthState> {
+export function limitRequests(limits: RequestLimits, metrics?: Metrics): Middleware<AuthState> {
   return async (ctx, next) => {
     const { accountId, plan } = ctx.state.caller;
     const decision = await limits.take(accountId, plan);
     const window = setHeaders(ctx, decision);
     if (!decision.allowed) {
+      metrics?.rateLimitRefusals.inc({ reason: window.name });
       throw new AppError(429, 'rate_limited', `Rate limit of ${window.limit} requests per ${window.name} exceeded`, {
         'Retry-After': String(window.resetSeconds),
       });
@@ -58,10 +60,11 @@ export function limitRequests(limits: RequestLimits): Middleware<AuthState> {
  * Refuses addresses that failed too often (429 `too_many_failures`) and
  * counts responses with `failingStatus` as failures.
  */
-export function limitFailures(limits: FailureLimits, failingStatus: number): Middleware {
+export function limitFailures(limits: FailureLimits, failingStatus: number, metrics?: Metrics): Middleware {
   return async (ctx, next) => {
     const wait = await limits.waitSeconds(ctx.ip);
     if (wait > 0) {
+      metrics?.rateLimitRefusals.inc({ reason: `${limits.options.name}_failures` });
       throw new AppError(429, 'too_many_failures', 'Too many failed requests from this address; try again later', {
         'Retry-After': String(wait),
       });

@@ -1,0 +1,62 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * What /metrics (admin listener) shows, in one registry per server instead
+ * of prom-client's global one, so tests and several servers in one process
+ * never mix their numbers.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly requests = new Counter({
+    name: 'dropstream_http_requests_total',
+    help: 'HTTP requests, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly requestDuration = new Histogram({
+    name: 'dropstream_http_request_duration_seconds',
+    help: 'Time from request to the end of the response, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+
+  readonly uploadedBytes = new Counter({
+    name: 'dropstream_uploaded_bytes_total',
+    help: 'Bytes of files stored by completed uploads',
+    registers: [this.registry],
+  });
+
+  readonly downloadedBytes = new Counter({
+    name: 'dropstream_downloaded_bytes_total',
+    help: 'Bytes of file content sent by completed downloads',
+    registers: [this.registry],
+  });
+
+  readonly rateLimitRefusals = new Counter({
+    name: 'dropstream_rate_limit_refusals_total',
+    help: 'Requests refused with 429, by reason (minute, day, auth_failures, link_failures)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly storeErrors = new Counter({
+    name: 'dropstream_store_errors_total',
+    help: 'Object store failures seen by requests or clean-up',
+    registers: [this.registry],
+  });
+
+  constructor(uploadsInFlight: () => number) {
+    new Gauge({
+      name: 'dropstream_uploads_in_flight',
+      help: 'Uploads currently streaming',
+      registers: [this.registry],
+      collect() {
+        this.set(uploadsInFlight());
+      },
+    });
+    collectDefaultMetrics({ register: this.registry, prefix: 'dropstream_' });
+  }
+}

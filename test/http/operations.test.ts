@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { openDatabase } from '../../src/db/client.js';
+import { call, uploadFile } from '../helpers/client.js';
+import { BOUNDARY, multipartType } from '../helpers/multipart.js';
+import { startS3rver, type TestS3 } from '../helpers/s3rver.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/** An upload that has sent its first bytes and waits for finish(). */
+function openUpload(url: string, key: string) {
+  let finish!: () => void;
+  const response = new Promise<{ status: number } | { error: string }>((resolve) => {
+    const req = request(`${url}/api/v1/files/upload`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': multipartType() },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode! }));
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
+    req.write(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="drain.bin"\r\n\r\n`);
+    req.write(randomBytes(2000));
+    finish = () => req.end(`\r\n--${BOUNDARY}--\r\n`);
+  });
+  return { response, finish: () => finish() };
+}
+
+const until = async (check: () => Promise<boolean> | boolean, ms = 3000) => {
+  for (let waited = 0; waited < ms && !(await check()); waited += 20) await new Promise((r) => setTimeout(r, 20));
+};
+
+describe('operations: metrics', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer('pglite');
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  it('when scraped without the admin token, then 401', async () => {
+    expect((await call(`${t.server.adminUrl}/metrics`)).status).to.equal(401);
+  });
+
+  it('when requests, uploads, downloads and refusals happen, then /metrics counts them in Prometheus text', async () => {
+    await t.plan('two-a-minute', { api_access: true, requests_per_minute: 2, requests_per_day: 100, max_file_size: 100000, daily_uploads: 10 });
+    const { apiKey } = await t.account('two-a-minute');
+    const up = await uploadFile(t.server.url, apiKey, 'm.bin', randomBytes(1234));
+    await (await fetch(t.url(up.body.public_link))).arrayBuffer();
+    expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(200);
+    expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(429);
+
+    let text = '';
+    await until(async () => {
+      const res = await call(`${t.server.adminUrl}/metrics`, { key: t.server.adminToken });
+      text = res.text;
+      return /dropstream_downloaded_bytes_total 1234\b/.test(text);
+    });
+    expect(text).to.match(/^# TYPE dropstream_http_requests_total counter$/m);
+    expect(text).to.match(/^dropstream_http_requests_total\{route="\/api\/v1\/files\/upload",method="POST",status="201"\} 1$/m);
+    expect(text).to.match(/^dropstream_http_requests_total\{route="\/api\/v1\/stats",method="GET",status="429"\} 1$/m);
+    expect(text).to.match(/^dropstream_http_request_duration_seconds_bucket\{le="\+Inf",route="\/api\/v1\/stats",method="GET",status="200"\} 1$/m);
+    expect(text).to.match(/^dropstream_uploaded_bytes_total 1234$/m);
+    expect(text).to.match(/^dropstream_downloaded_bytes_total 1234$/m);
+    expect(text).to.match(/^dropstream_uploads_in_flight 0$/m);
+    expect(text).to.match(/^dropstream_rate_limit_refusals_total\{reason="minute"\} 1$/m);
+    expect(text).to.match(/^dropstream_process_resident_memory_bytes \d+$/m);
+    // Download routes are labelled by pattern: the token never appears.
+    expect(text).to.not.include(up.body.public_link.split('/').pop());
+  });
+});
+
+describe('operations: readiness', () => {
+  let s3: TestS3;
+  let t: TestServer;
+  before(async () => {
+    s3 = await startS3rver();
+    t = await startTestServer('pglite', s3.env('ready'));
+  });
+  after(async () => {
+    await t.close();
+    await s3.close();
+  });
+
+  it('when every dependency answers, then /readyz is 200 ok and /healthz is 200', async () => {
+    expect((await call(t.url('/healthz'))).body).to.deep.equal({ status: 'ok' });
+    const res = await call(t.url('/readyz'));
+    expect(res.status).to.equal(200);
+    expect(res.body).to.deep.equal({ status: 'ok', checks: { database: 'ok', store: 'ok', redis: 'off' } });
+  });
+
+  it('when the object store is down, then /readyz is 503 naming it, and 200 again once it is back', async () => {
+    await s3.stop();
+    const down = await call(t.url('/readyz'));
+    expect(down.status).to.equal(503);
+    expect(down.body).to.deep.equal({ status: 'unavailable', checks: { database: 'ok', store: 'down', redis: 'off' } });
+    expect((await call(t.url('/healthz'))).status).to.equal(200);
+    await s3.start();
+    expect((await call(t.url('/readyz'))).status).to.equal(200);
+  });
+});
+
+describe('operations: graceful shutdown', () => {
+  it('when SIGTERM-style shutdown starts during an upload, then the upload finishes within the grace period and new connections are refused', async () => {
+    const t = await startTestServer('pglite');
+    const { apiKey } = await t.account();
+    const upload = openUpload(t.server.url, apiKey);
+    await until(async () => (await t.tempFiles()).length > 0);
+    const closing = t.server.close(10);
+    await new Promise((r) => setTimeout(r, 100));
+    const refused = await fetch(t.url('/healthz')).then(() => 'answered', (err: { cause?: { code?: string } }) => err.cause?.code);
+    expect(refused).to.equal('ECONNREFUSED');
+    upload.finish();
+    expect(await upload.response).to.deep.equal({ status: 201 });
+    await closing;
+    await t.close();
+  });
+
+  it('when an upload outlasts the grace period, then it is cut and leaves no row, no object and no temp file', async () => {
+    const t = await startTestServer('pglite');
+    const { apiKey } = await t.account();
+    const upload = openUpload(t.server.url, apiKey);
+    await until(async () => (await t.tempFiles()).length > 0);
+    const started = Date.now();
+    await t.server.close(0.3);
+    expect(Date.now() - started).to.be.below(5000);
+    expect('error' in (await upload.response)).to.equal(true);
+    expect(await t.objects()).to.deep.equal([]);
+    expect(await t.tempFiles()).to.deep.equal([]);
+    const db = await openDatabase({ pgliteDir: join(t.dataDir, 'pglite') });
+    try {
+      expect(await db.prisma.file.count()).to.equal(0);
+      expect(await db.prisma.dailyUpload.aggregate({ _sum: { count: true } }).then((r) => r._sum.count ?? 0)).to.equal(0);
+    } finally {
+      await db.close();
+    }
+    await t.close();
+  });
+});
