@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -11,17 +11,22 @@ export interface ListenerTimeouts {
 }
 
 /**
- * Node's defaults would cut any request after 300 s, a slow 5 GiB upload
- * included, and let a client dribble headers for a minute. Instead: a short
- * limit on headers, none on the whole request, and an idle limit, so an
- * upload that keeps sending runs as long as it needs while a stalled one is
- * dropped.
+ * An HTTP server whose timeouts suit a file service. Node's defaults would
+ * cut any request after 300 s, a slow 5 GiB upload included, and check for
+ * dribbled headers only every 30 s. Instead: a short limit on headers
+ * (checked every second), none on the whole request, and an idle limit, so
+ * an upload that keeps sending runs as long as it needs while a stalled one
+ * is dropped.
  */
-export function applyTimeouts(server: Server, { headersSeconds, idleSeconds }: ListenerTimeouts): void {
-  server.headersTimeout = headersSeconds * 1000;
-  server.requestTimeout = 0;
+export function createListener(handler: RequestListener, { headersSeconds, idleSeconds }: ListenerTimeouts): Server {
+  const server = createServer({
+    headersTimeout: headersSeconds * 1000,
+    requestTimeout: 0,
+    connectionsCheckingInterval: 1000,
+    keepAliveTimeout: 5000,
+  }, handler);
   server.timeout = idleSeconds * 1000;
-  server.keepAliveTimeout = 5000;
+  return server;
 }
 
 export async function listen(server: Server, port: number, host: string): Promise<string> {

@@ -1,6 +1,5 @@
 // The composition root: config in, running listeners out. Only this module
 // builds objects; everything else receives what it needs.
-import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
@@ -17,7 +16,7 @@ import { UploadGate } from './files/upload-gate.js';
 import { FailureLimits } from './limits/failure-limits.js';
 import { connectRedis, redisReady } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
-import { applyTimeouts, drain, listen } from './listener.js';
+import { createListener, drain, listen } from './listener.js';
 import { Metrics } from './metrics.js';
 import { LocalObjectStore } from './storage/local.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
@@ -102,11 +101,9 @@ export async function startServer(config: Config, logger = createLogger(config.l
       readiness: async () => (draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, redis)),
     });
     const adminApp = createAdminApp({ accounts, plans, logger, adminToken, metrics });
-    const server = createServer(app.callback());
-    const adminServer = createServer(adminApp.callback());
     const timeouts = { headersSeconds: config.headersTimeout, idleSeconds: config.idleTimeout };
-    applyTimeouts(server, timeouts);
-    applyTimeouts(adminServer, timeouts);
+    const server = createListener(app.callback(), timeouts);
+    const adminServer = createListener(adminApp.callback(), timeouts);
     const url = await listen(server, config.port, config.host);
     const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
     logger.info(
