@@ -9,6 +9,7 @@ import type { UploadGate } from './files/upload-gate.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { apiRoutes } from './http/api-routes.js';
 import { downloadRoutes } from './http/download-route.js';
+import { docsRoutes } from './http/docs-routes.js';
 import { errorResponses } from './http/errors.js';
 import { healthRoutes } from './http/health-routes.js';
 import { requestLog } from './http/request-log.js';
@@ -53,6 +54,8 @@ export function createApp(deps: AppDeps): Koa {
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
   app.use(healthRoutes(deps.readiness).routes());
+  const docs = docsRoutes(publicUrl);
+  app.use(docs.routes()).use(docs.allowedMethods());
   return app;
 }
 

@@ -1,0 +1,79 @@
+import Router from '@koa/router';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { notFound } from '../errors.js';
+import { openApiDocument } from './openapi.js';
+
+export const OPENAPI_PATH = '/api/v1/openapi.json';
+export const DOCS_PATH = '/docs';
+const ASSETS_PATH = `${DOCS_PATH}/assets`;
+
+/**
+ * The only files served from swagger-ui-dist, by exact name: a request for
+ * anything else (another file of the package, `../package.json`) is 404, so
+ * no path from the URL ever reaches the file system.
+ */
+const ASSETS = new Map([
+  ['swagger-ui.css', 'text/css; charset=utf-8'],
+  ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
+]);
+
+const swaggerUiDir = () => dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+
+// validatorUrl: null keeps the page from calling validator.swagger.io.
+const page = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>dropstream API</title>
+<link rel="stylesheet" href="${ASSETS_PATH}/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="${ASSETS_PATH}/swagger-ui-bundle.js"></script>
+<script>SwaggerUIBundle({ url: '${OPENAPI_PATH}', dom_id: '#swagger-ui', validatorUrl: null, deepLinking: true });</script>
+</body>
+</html>
+`;
+
+/**
+ * The API description and a Swagger UI page to read it, without a key and
+ * without any CDN: the viewer's files are served from our own dependency.
+ */
+export function docsRoutes(publicUrl: string) {
+  const router = new Router();
+  const document = JSON.stringify(openApiDocument(publicUrl));
+  const dir = swaggerUiDir();
+
+  router.get(OPENAPI_PATH, (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = document;
+  });
+
+  router.get(DOCS_PATH, (ctx) => {
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.body = page;
+  });
+
+  router.get(`${ASSETS_PATH}/:name`, async (ctx) => {
+    const name = ctx.params.name!;
+    const type = ASSETS.get(name);
+    if (!type) throw notFound('No such asset');
+    const path = join(dir, name);
+    const { size } = await stat(path);
+    ctx.type = type;
+    ctx.length = size;
+    ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=3600' });
+    if (ctx.method === 'HEAD') {
+      ctx.status = 200;
+      return;
+    }
+    // Koa sends a stream body with stream.pipeline and destroys it when the response ends.
+    ctx.body = createReadStream(path);
+  });
+
+  return router;
+}

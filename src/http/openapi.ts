@@ -1,0 +1,316 @@
+// The OpenAPI 3.1 description of the public listener: the versioned API under
+// /api/v1, public download links, health checks and these docs. Built per
+// PUBLIC_URL, because the servers and the shape of public links depend on it.
+// Statuses and codes follow README's Errors table and Decisions; when a route
+// changes what it answers, change it here too (test/http/openapi.test.ts
+// validates real responses against this document).
+
+/** A JSON Schema (2020-12, the OpenAPI 3.1 dialect), kept loose on purpose. */
+export type Schema = { [keyword: string]: unknown };
+export type Ref = { $ref: string };
+export interface Header { description: string; schema: Schema }
+export interface Parameter { name: string; in: 'path' | 'query' | 'header'; required?: boolean; description: string; schema: Schema }
+export interface MediaType { schema?: Schema; encoding?: Record<string, { contentType: string }> }
+export interface Response { description: string; headers?: Record<string, Ref>; content?: Record<string, MediaType> }
+export interface Operation {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  security: Array<Record<string, string[]>>;
+  parameters?: Array<Parameter | Ref>;
+  requestBody?: { required: boolean; content: Record<string, MediaType> };
+  responses: Record<string, Response | Ref>;
+}
+export interface PathItem {
+  servers?: Array<{ url: string; description?: string }>;
+  parameters?: Array<Parameter | Ref>;
+  get?: Operation;
+  post?: Operation;
+  delete?: Operation;
+  head?: Operation;
+}
+export interface OpenApiDocument {
+  openapi: '3.1.0';
+  info: { title: string; version: string; description: string };
+  servers: Array<{ url: string; description?: string }>;
+  tags: Array<{ name: string; description: string }>;
+  paths: Record<string, PathItem>;
+  components: {
+    schemas: Record<string, Schema>;
+    responses: Record<string, Response>;
+    parameters: Record<string, Parameter>;
+    headers: Record<string, Header>;
+    securitySchemes: Record<string, { type: 'http'; scheme: 'bearer'; description: string }>;
+  };
+}
+
+const ref = (kind: keyof OpenApiDocument['components'], name: string): Ref => ({ $ref: `#/components/${kind}/${name}` });
+const json = (schema: Schema) => ({ 'application/json': { schema } });
+const object = (properties: Record<string, Schema>, description?: string): Schema => ({
+  type: 'object',
+  ...(description ? { description } : {}),
+  required: Object.keys(properties),
+  additionalProperties: false,
+  properties,
+});
+const count = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description });
+const bytes = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description: `${description}, in bytes` });
+const ok: Schema = { type: 'boolean', const: true };
+const codes = (...names: string[]) => names.map((c) => `\`${c}\``).join(', ');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+const API_KEY = [{ bearerAuth: [] }];
+const PUBLIC: Operation['security'] = [];
+
+const rateHeaders = Object.fromEntries(
+  ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'].map((h) => [h, ref('headers', h)]),
+);
+
+/** An error response: the Error body, the codes it can carry, and the rate-limit state when the request got that far. */
+function error(description: string, extra: Record<string, Ref> = {}, limited = true): Response {
+  return { description, headers: { ...(limited ? rateHeaders : {}), ...extra }, content: json(ref('schemas', 'Error')) };
+}
+
+/** The errors every /api/v1 operation can give, on top of its own. */
+const apiErrors = {
+  '401': ref('responses', 'Unauthorized'),
+  '403': ref('responses', 'Forbidden'),
+  '429': ref('responses', 'TooManyRequests'),
+  '500': ref('responses', 'InternalError'),
+};
+
+const success = (description: string, schema: Schema): Response => ({ description, headers: rateHeaders, content: json(schema) });
+
+/** The six fields of a file record; the upload response reuses four of them. */
+const fileFields = (publicUrl: string) => ({
+  file_id: { type: 'integer', minimum: 1, description: 'Identifier of the file; used in paths.' },
+  filename: { type: 'string', minLength: 1, maxLength: 255, description: 'Name of the uploaded file (last path segment, NFC, at most 255 bytes of UTF-8).' },
+  size: bytes('Size of the file'),
+  upload_date: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: 'Upload time in UTC, `YYYY-MM-DD HH:MM:SS`.', examples: ['2026-11-21 23:24:04'] },
+  download_count: count('Completed whole-file downloads.'),
+  public_link: { type: 'string', format: 'uri', pattern: `^${escapeRegExp(publicUrl)}/download/[A-Za-z0-9_-]+$`, description: 'Public download URL; the link is the credential.' },
+}) satisfies Record<string, Schema>;
+
+function components(publicUrl: string): OpenApiDocument['components'] {
+  const header = (description: string, schema: Schema): Header => ({ description, schema });
+  const whenLimited =
+    'Sent on every response to a request that passed authentication and the plan check (not on 401, 403 `plan_without_api_access` or 429 `too_many_failures`). It describes the window closest to refusing, or the one that refused.';
+  return {
+    securitySchemes: {
+      bearerAuth: { type: 'http', scheme: 'bearer', description: 'The account\'s API key (`ds_live_...`) as `Authorization: Bearer <API key>`. Never read from the query string.' },
+    },
+    schemas: {
+      File: object(fileFields(publicUrl), 'A file record.'),
+      Pagination: object({
+        page: { type: 'integer', minimum: 1, description: 'Current page number.' },
+        limit: { type: 'integer', minimum: 1, maximum: 100, description: 'Items per page.' },
+        total: count('Total number of files.'),
+        pages: count('Number of pages: ceil(total / limit).'),
+      }),
+      Error: object({
+        success: { type: 'boolean', const: false },
+        error: object({
+          code: {
+            type: 'string',
+            pattern: '^[a-z_]+$',
+            description: `Stable, machine-readable. Known codes: ${codes(
+              'invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'upload_aborted', 'invalid_filename',
+              'invalid_parameter', 'invalid_file_id', 'missing_api_key', 'invalid_api_key', 'plan_without_api_access', 'file_too_large',
+              'daily_upload_limit', 'rate_limited', 'too_many_failures', 'file_not_found', 'not_found', 'method_not_allowed',
+              'range_not_satisfiable', 'internal_error', 'store_unavailable', 'server_busy',
+            )}. Clients should treat an unknown code by its HTTP status.`,
+          },
+          message: { type: 'string', description: 'For people; may change at any time.' },
+        }),
+      }, 'Every error response. No stack trace or database text ever appears in it.'),
+    },
+    responses: {
+      Unauthorized: error(`Missing or invalid API key: ${codes('missing_api_key', 'invalid_api_key')}.`, { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') }, false),
+      Forbidden: error(`The account's plan does not include the API: ${codes('plan_without_api_access')}.`, {}, false),
+      TooManyRequests: error(
+        `${codes('rate_limited')}: the plan's requests per minute or per day are used up (with the rate-limit headers of the refusing window). ${codes('too_many_failures')}: this address sent too many bad API keys in the last minute.`,
+        { 'Retry-After': ref('headers', 'Retry-After') },
+      ),
+      InternalError: error(`An unexpected failure: ${codes('internal_error')}; details are in the server log only.`),
+      MethodNotAllowed: error(`The path exists but not with this method: ${codes('method_not_allowed')}. Never the answer to a documented operation.`, { Allow: ref('headers', 'Allow') }, false),
+    },
+    parameters: {
+      FileId: { name: 'file_id', in: 'path', required: true, description: 'The file identifier; anything but a positive integer is 400 `invalid_file_id`.', schema: { type: 'integer', minimum: 1, maximum: 999999999 } },
+      Page: { name: 'page', in: 'query', description: 'Page number; past the last page the list is empty.', schema: { type: 'integer', minimum: 1, maximum: 999999999, default: 1 } },
+      Limit: { name: 'limit', in: 'query', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+      Token: { name: 'token', in: 'path', required: true, description: 'The opaque link token from `public_link` (case-sensitive).', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } },
+      Range: { name: 'Range', in: 'header', description: 'One byte range, e.g. `bytes=0-99`. Several ranges, or a malformed header, get the whole file.', schema: { type: 'string' } },
+      IfRange: { name: 'If-Range', in: 'header', description: 'An ETag; when it no longer matches, the whole file is sent instead of the range.', schema: { type: 'string' } },
+      IfNoneMatch: { name: 'If-None-Match', in: 'header', description: 'An ETag; when it matches, 304.', schema: { type: 'string' } },
+    },
+    headers: {
+      'X-RateLimit-Limit': header(`Requests allowed in the window. ${whenLimited}`, { type: 'integer', minimum: 0 }),
+      'X-RateLimit-Remaining': header(`Requests left in the window. ${whenLimited}`, { type: 'integer', minimum: 0 }),
+      'X-RateLimit-Reset': header(`When the window ends, in Unix time (seconds). ${whenLimited}`, { type: 'integer', minimum: 0 }),
+      'RateLimit-Policy': header(`The plan's windows (IETF draft-ietf-httpapi-ratelimit-headers). ${whenLimited}`, { type: 'string', examples: ['"minute";q=50;w=60, "day";q=5000;w=86400'] }),
+      RateLimit: header(`The window's state: remaining requests and seconds to reset. ${whenLimited}`, { type: 'string', examples: ['"minute";r=49;t=58'] }),
+      'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
+      'WWW-Authenticate': header('The Bearer challenge.', { type: 'string', examples: ['Bearer', 'Bearer error="invalid_token"'] }),
+      Allow: header('The methods the path accepts.', { type: 'string' }),
+      'Content-Disposition': header('Always `attachment`, with an ASCII `filename` and a UTF-8 `filename*`.', { type: 'string' }),
+      ETag: header('Strong ETag: the SHA-256 of the content.', { type: 'string', pattern: '^"[0-9a-f]{64}"$' }),
+      'Accept-Ranges': header('Single byte ranges are served.', { type: 'string', const: 'bytes' }),
+      'Content-Length': header('Bytes in this response (the whole file, or the range).', { type: 'integer', minimum: 0 }),
+      'Content-Range': header('On 206 `bytes <start>-<end>/<size>`; on 416 `bytes */<size>`.', { type: 'string', pattern: '^bytes (\\d+-\\d+|\\*)/\\d+$' }),
+    },
+  };
+}
+
+function apiPaths(publicUrl: string): Record<string, PathItem> {
+  const { file_id, public_link, size, filename } = fileFields(publicUrl);
+  const fileOperation = (operationId: string, summary: string, ok200: Response): Operation => ({
+    operationId,
+    summary,
+    tags: ['files'],
+    security: API_KEY,
+    responses: {
+      '200': ok200,
+      ...apiErrors,
+      '400': error(`\`file_id\` is not a positive integer: ${codes('invalid_file_id')}.`),
+      '404': error(`No such file in this account (another account's file gives the same answer): ${codes('file_not_found')}.`),
+    },
+  });
+  return {
+    '/files/upload': {
+      post: {
+        operationId: 'uploadFile',
+        summary: 'Upload a file',
+        description: 'Streams one file part into the object store, counting bytes against the plan\'s `max_file_size`. A refused or failed upload leaves no file and no count against the daily quota. Other plain fields are ignored.',
+        tags: ['files'],
+        security: API_KEY,
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', contentMediaType: 'application/octet-stream', description: 'The file content; exactly one file part, with a filename.' } } },
+              encoding: { file: { contentType: 'application/octet-stream' } },
+            },
+          },
+        },
+        responses: {
+          '201': success('The file is stored.', object({ success: ok, file_id, public_link, size, filename })),
+          ...apiErrors,
+          '400': error(`The body is not one valid file part named \`file\`: ${codes('invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'upload_aborted', 'invalid_filename')}.`),
+          '403': error(`${codes('plan_without_api_access')} (no rate-limit headers), ${codes('file_too_large')} (sent as soon as the count passes \`max_file_size\`; the connection is then closed) or ${codes('daily_upload_limit')} (uploads for this UTC day used up). No request point is spent.`),
+          '503': error(`${codes('store_unavailable')}: the object store failed; nothing was stored. ${codes('server_busy')}: too many uploads in flight on this instance.`, { 'Retry-After': ref('headers', 'Retry-After') }),
+        },
+      },
+    },
+    '/files': {
+      get: {
+        operationId: 'listFiles',
+        summary: 'List the account\'s files, newest first',
+        tags: ['files'],
+        security: API_KEY,
+        parameters: [ref('parameters', 'Page'), ref('parameters', 'Limit')],
+        responses: {
+          '200': success('One page of files.', object({ success: ok, files: { type: 'array', maxItems: 100, items: ref('schemas', 'File') }, pagination: ref('schemas', 'Pagination') })),
+          ...apiErrors,
+          '400': error(`\`page\` or \`limit\` is not an integer in range (or is repeated): ${codes('invalid_parameter')}.`),
+        },
+      },
+    },
+    '/files/{file_id}': {
+      parameters: [ref('parameters', 'FileId')],
+      get: fileOperation('getFile', 'Get one file\'s information', success('The file.', object({ success: ok, file: ref('schemas', 'File') }))),
+      delete: fileOperation('deleteFile', 'Delete a file', success(
+        'The file is deleted; its public link is dead.',
+        object({ success: ok, message: { type: 'string', examples: ['File deleted successfully'] } }),
+      )),
+    },
+    '/stats': {
+      get: {
+        operationId: 'getStats',
+        summary: 'Account statistics and plan limits',
+        tags: ['account'],
+        security: API_KEY,
+        responses: {
+          '200': success('Statistics and limits.', object({
+            success: ok,
+            stats: object({ total_files: count('Number of files in the account.'), total_size: bytes('Total size of the files') }),
+            limits: object({ max_file_size: bytes('Largest allowed file size'), daily_uploads: count('Uploads allowed per UTC day.') }),
+            plan: { type: 'string', description: 'Plan name, lower case.', examples: ['pro'] },
+          })),
+          ...apiErrors,
+        },
+      },
+    },
+  };
+}
+
+function publicPaths(publicUrl: string): Record<string, PathItem> {
+  const servers = [{ url: publicUrl, description: 'Outside the versioned API' }];
+  const binary = { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } };
+  const fileHeaders = Object.fromEntries(['Content-Disposition', 'ETag', 'Accept-Ranges', 'Content-Length'].map((h) => [h, ref('headers', h)]));
+  const download = (method: 'get' | 'head'): Operation => {
+    const body = method === 'get';
+    const bare = (r: Response): Response => (body ? r : { description: r.description, ...(r.headers ? { headers: r.headers } : {}) });
+    return {
+      operationId: body ? 'downloadFile' : 'headDownloadFile',
+      summary: body ? 'Download a file through its public link' : 'A file\'s download headers, without the body',
+      description: 'No API key: the link token is the credential. Always an attachment, `application/octet-stream`, `X-Content-Type-Options: nosniff`. A GET that delivers the whole file and completes counts one download.',
+      tags: ['downloads'],
+      security: PUBLIC,
+      parameters: [ref('parameters', 'Range'), ref('parameters', 'IfRange'), ref('parameters', 'IfNoneMatch')],
+      responses: {
+        '200': bare({ description: 'The whole file.', headers: fileHeaders, content: binary }),
+        '206': bare({ description: 'The requested range.', headers: { ...fileHeaders, 'Content-Range': ref('headers', 'Content-Range') }, content: binary }),
+        '304': { description: '`If-None-Match` matched the ETag.', headers: { ETag: ref('headers', 'ETag') } },
+        '404': bare(error(`Unknown or deleted link: ${codes('file_not_found')}.`, {}, false)),
+        '416': bare(error(`The range is outside the file: ${codes('range_not_satisfiable')}.`, { 'Content-Range': ref('headers', 'Content-Range') }, false)),
+        '429': bare(error(`This address asked for too many unknown links in the last minute: ${codes('too_many_failures')}.`, { 'Retry-After': ref('headers', 'Retry-After') }, false)),
+        '500': bare(error(`${codes('internal_error')}.`, {}, false)),
+        ...(body ? { '503': error(`The object store failed: ${codes('store_unavailable')}.`, { 'Retry-After': ref('headers', 'Retry-After') }, false) } : {}),
+      },
+    };
+  };
+  const checks = { type: 'object', additionalProperties: { enum: ['ok', 'down', 'degraded', 'off'] } };
+  const readiness = object({ status: { enum: ['ok', 'degraded', 'unavailable'] }, checks });
+  const plain = (operationId: string, summary: string, tag: string, responses: Operation['responses']): Operation => ({ operationId, summary, tags: [tag], security: PUBLIC, responses });
+  return {
+    '/download/{token}': { servers, parameters: [ref('parameters', 'Token')], get: download('get'), head: download('head') },
+    '/healthz': { servers, get: plain('getHealth', 'The process answers', 'operations', { '200': { description: 'Alive.', content: json(object({ status: { const: 'ok' } })) } }) },
+    '/readyz': {
+      servers,
+      get: plain('getReadiness', 'The database, object store and Redis answer', 'operations', {
+        '200': { description: 'Ready; `degraded` when Redis is down (limits then hold per instance).', content: json(readiness) },
+        '503': { description: 'A dependency the API needs is down; `checks` names it.', content: json(readiness) },
+      }),
+    },
+    '/openapi.json': { get: plain('getOpenApiDocument', 'This document', 'docs', { '200': { description: 'OpenAPI 3.1.0.', content: json({ type: 'object' }) } }) },
+    '/docs': { servers, get: plain('getDocs', 'Interactive documentation (Swagger UI)', 'docs', { '200': { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } }) },
+  };
+}
+
+/** The OpenAPI 3.1.0 document of the public listener; `publicUrl` has no trailing slash. */
+export function openApiDocument(publicUrl: string): OpenApiDocument {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'dropstream',
+      version: '1.0.0',
+      description: [
+        'File sharing: upload files, get a public download link for each, list, inspect and delete them, and read account statistics.',
+        'Every `/api/v1` request needs `Authorization: Bearer <API key>` of an account whose plan includes the API (pro and above).',
+        'Errors are always `{"success": false, "error": {"code", "message"}}`; unknown routes give 404 `not_found`, a known path with another method 405 `method_not_allowed` with `Allow`. No error is ever 413: a file over the plan\'s limit is 403 `file_too_large`.',
+        'Every response carries `X-Request-Id` (yours, when you send a valid one).',
+      ].join('\n\n'),
+    },
+    servers: [{ url: `${publicUrl}/api/v1`, description: 'The versioned API' }],
+    tags: [
+      { name: 'files', description: 'Upload, list, inspect and delete files.' },
+      { name: 'account', description: 'Statistics and plan limits.' },
+      { name: 'downloads', description: 'Public download links, without a key.' },
+      { name: 'operations', description: 'Liveness and readiness.' },
+      { name: 'docs', description: 'This description and its viewer.' },
+    ],
+    paths: { ...apiPaths(publicUrl), ...publicPaths(publicUrl) },
+    components: components(publicUrl),
+  };
+}

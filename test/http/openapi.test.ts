@@ -1,0 +1,440 @@
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
+import { expect } from 'chai';
+import Koa from 'koa';
+import { pino } from 'pino';
+import { apiRoutes, type ApiDeps } from '../../src/http/api-routes.js';
+import { docsRoutes } from '../../src/http/docs-routes.js';
+import { errorResponses } from '../../src/http/errors.js';
+import { openApiDocument, type Operation, type Ref, type Response, type Schema } from '../../src/http/openapi.js';
+import { FailureLimits } from '../../src/limits/failure-limits.js';
+import { backends } from '../helpers/databases.js';
+import { call, uploadFile, type ApiResponse } from '../helpers/client.js';
+import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
+import { sharedServer } from '../helpers/shared.js';
+
+const doc = openApiDocument(PUBLIC_URL);
+const DOC_ID = 'https://dropstream.test/openapi.json';
+const METHODS = ['get', 'post', 'delete', 'head'] as const;
+/** Operations outside the key-protected API. */
+const PUBLIC_PATHS = ['/download/{token}', '/healthz', '/readyz', '/docs', '/openapi.json'];
+
+const pointerPart = (part: string) => encodeURIComponent(part.replace(/~/g, '~0').replace(/\//g, '~1'));
+
+/** The value at a JSON pointer ("/a/b") of the document. */
+function at(pointer: string): any {
+  let node: any = doc;
+  for (const part of pointer.split('/').slice(1)) node = node?.[decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~')];
+  return node;
+}
+
+/** Follows one OpenAPI `$ref` (response or header objects), returning the object and where it lives. */
+function follow<T>(node: T | Ref, pointer: string): { node: T; pointer: string } {
+  if (node && typeof node === 'object' && '$ref' in node) {
+    const target = node.$ref.slice(1);
+    return { node: at(target) as T, pointer: target };
+  }
+  return { node: node as T, pointer };
+}
+
+function operations(): Array<{ path: string; method: string; op: Operation }> {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    METHODS.flatMap((method) => (item[method] ? [{ path, method, op: item[method] as Operation }] : [])),
+  );
+}
+
+function newAjv() {
+  const ajv = new Ajv2020({ strict: true, allErrors: true });
+  // ajv-formats is CommonJS; under NodeNext its function is typed as `.default` (also there at run time).
+  formats.default(ajv);
+  // The document's own fields are not JSON Schema keywords.
+  ajv.addVocabulary(['openapi', 'info', 'servers', 'tags', 'paths', 'components']);
+  ajv.addSchema({ ...doc, $id: DOC_ID });
+  return ajv;
+}
+const ajv = newAjv();
+
+/** A validator for the JSON schema at `pointer` in the document; its `$ref`s resolve inside the document. */
+const schemaAt = (pointer: string) => ajv.getSchema(`${DOC_ID}#${pointer}`) ?? ajv.compile({ $ref: `${DOC_ID}#${pointer}` });
+
+function documentedResponse(path: string, method: string, status: number) {
+  const base = `/paths/${pointerPart(path)}/${method}/responses/${status}`;
+  const raw = at(base) as Response | Ref | undefined;
+  expect(raw, `${method.toUpperCase()} ${path} documents ${status}`).to.not.equal(undefined);
+  return follow<Response>(raw!, base);
+}
+
+function expectValid(validate: ReturnType<typeof schemaAt>, value: unknown, what: string) {
+  const valid = validate(value);
+  expect(valid, `${what}: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(value)}`).to.equal(true);
+}
+
+/** The response's status is documented for the operation; its JSON body and every documented header match the document. */
+function expectDocumented(res: ApiResponse, path: string, method: string) {
+  const { node, pointer } = documentedResponse(path, method, res.status);
+  const what = `${method.toUpperCase()} ${path} ${res.status}`;
+  if (node.content?.['application/json']) {
+    expect(res.headers.get('content-type'), what).to.match(/^application\/json/);
+    expectValid(schemaAt(`${pointer}/content/application~1json/schema`), res.body, what);
+  }
+  for (const [name, ref] of Object.entries(node.headers ?? {})) {
+    const header = follow<{ schema: Schema }>(ref, '');
+    const raw = res.headers.get(name);
+    expect(raw, `${what} carries ${name}`).to.be.a('string');
+    const value = header.node.schema.type === 'integer' && /^-?\d+$/.test(raw!) ? Number(raw) : raw;
+    expectValid(schemaAt(`${header.pointer}/schema`), value, `${what} header ${name}`);
+  }
+}
+
+describe('OpenAPI document', () => {
+  it('when built, then it is OpenAPI 3.1.0 with the API under PUBLIC_URL/api/v1', () => {
+    expect(doc.openapi).to.equal('3.1.0');
+    expect(doc.servers.map((s) => s.url)).to.deep.equal([`${PUBLIC_URL}/api/v1`]);
+  });
+
+  it('when the operations are listed, then every one has an operationId and no two share one', () => {
+    const ids = operations().map(({ op }) => op.operationId);
+    expect(operations()).to.have.length.greaterThan(10);
+    for (const id of ids) expect(id).to.match(/^[a-z][A-Za-z]+$/);
+    expect(new Set(ids).size).to.equal(ids.length);
+  });
+
+  it('when an /api/v1 operation is documented, then it requires the bearer key and documents 401, 403, 429 and 500', () => {
+    expect(doc.components.securitySchemes.bearerAuth).to.include({ type: 'http', scheme: 'bearer' });
+    const api = operations().filter(({ path }) => !PUBLIC_PATHS.includes(path));
+    expect(api.map(({ path, method }) => `${method} ${path}`).sort()).to.deep.equal(
+      ['delete /files/{file_id}', 'get /files', 'get /files/{file_id}', 'get /stats', 'post /files/upload'],
+    );
+    for (const { path, method, op } of api) {
+      expect(op.security, `${method} ${path}`).to.deep.equal([{ bearerAuth: [] }]);
+      for (const status of ['401', '403', '429', '500']) expect(op.responses, `${method} ${path}`).to.have.property(status);
+    }
+  });
+
+  it('when a public operation is documented, then it needs no key and has no 401', () => {
+    const open = operations().filter(({ path }) => PUBLIC_PATHS.includes(path));
+    expect(open).to.have.length(6);
+    for (const { path, method, op } of open) {
+      expect(op.security, `${method} ${path}`).to.deep.equal([]);
+      expect(op.responses, `${method} ${path}`).to.not.have.property('401');
+    }
+  });
+
+  it('when a path lives outside /api/v1, then its servers name PUBLIC_URL itself', () => {
+    for (const path of ['/download/{token}', '/healthz', '/readyz', '/docs']) {
+      expect(doc.paths[path]?.servers, path).to.deep.equal([{ url: PUBLIC_URL, description: 'Outside the versioned API' }]);
+    }
+    expect(doc.paths['/openapi.json']?.servers).to.equal(undefined);
+  });
+
+  it('when every $ref is followed, then it lands on something in the document', () => {
+    const refs: string[] = [];
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node && typeof node === 'object') {
+        for (const [key, value] of Object.entries(node)) key === '$ref' ? refs.push(value as string) : walk(value);
+      }
+    };
+    walk(doc);
+    expect(refs.length).to.be.greaterThan(50);
+    for (const ref of refs) {
+      expect(ref, ref).to.match(/^#\//);
+      expect(at(ref.slice(1)), ref).to.be.an('object');
+    }
+  });
+
+  it('when an operation documents an error with a body, then the body is the one Error schema', () => {
+    let checked = 0;
+    for (const { path, method, op } of operations()) {
+      for (const [status, raw] of Object.entries(op.responses)) {
+        const { node } = follow<Response>(raw, '');
+        // /readyz answers 503 with its own readiness body, naming what is down.
+        if (Number(status) < 400 || !node.content || path === '/readyz') continue;
+        expect(node.content, `${method} ${path} ${status}`).to.deep.equal({ 'application/json': { schema: { $ref: '#/components/schemas/Error' } } });
+        checked += 1;
+      }
+    }
+    expect(checked).to.be.greaterThan(25);
+  });
+
+  it('when the upload documents its errors, then 400, 403 and 503 are there and 413 is not', () => {
+    const responses = doc.paths['/files/upload']!.post!.responses;
+    expect(Object.keys(responses).sort()).to.deep.equal(['201', '400', '401', '403', '429', '500', '503']);
+  });
+
+  it('when the Error schema meets success true, an unknown field or a missing message, then it refuses', () => {
+    const validate = schemaAt('/components/schemas/Error');
+    expect(validate({ success: false, error: { code: 'not_found', message: 'No such route' } })).to.equal(true);
+    expect(validate({ success: true, error: { code: 'not_found', message: 'x' } })).to.equal(false);
+    expect(validate({ success: false, error: { code: 'not_found', message: 'x' }, extra: 1 })).to.equal(false);
+    expect(validate({ success: false, error: { code: 'not_found' } })).to.equal(false);
+  });
+
+  it('when an upload response has a sixth field or a fractional size, then the 201 schema refuses it', () => {
+    const validate = schemaAt('/paths/~1files~1upload/post/responses/201/content/application~1json/schema');
+    const good = { success: true, file_id: 1, public_link: `${PUBLIC_URL}/download/abcdefghijklmnopqrstuv`, size: 3, filename: 'a.txt' };
+    expect(validate(good)).to.equal(true);
+    expect(validate({ ...good, upload_date: '2026-01-01 00:00:00' })).to.equal(false);
+    expect(validate({ ...good, size: 1.5 })).to.equal(false);
+    expect(validate({ ...good, public_link: 'http://elsewhere.test/download/abc' })).to.equal(false);
+  });
+
+  it('when a file has an ISO date with a T or a zone, then the File schema refuses it', () => {
+    const validate = schemaAt('/components/schemas/File');
+    const file = { file_id: 1, filename: 'a', size: 0, download_count: 0, public_link: `${PUBLIC_URL}/download/abc`, upload_date: '2026-11-21 23:24:04' };
+    expect(validate(file)).to.equal(true);
+    expect(validate({ ...file, upload_date: '2026-11-21T23:24:04' })).to.equal(false);
+    expect(validate({ ...file, upload_date: '2026-11-21 23:24:04Z' })).to.equal(false);
+  });
+
+  it('when the list parameters are documented, then page defaults to 1 and limit to 20, at most 100', () => {
+    expect(doc.components.parameters.Page!.schema).to.include({ type: 'integer', minimum: 1, default: 1 });
+    expect(doc.components.parameters.Limit!.schema).to.include({ type: 'integer', minimum: 1, maximum: 100, default: 20 });
+  });
+});
+
+for (const backend of backends) {
+  describe(`OpenAPI document against the running API (${backend})`, () => {
+    let t: TestServer;
+    let key: string;
+    let fileId: number;
+    before(async () => {
+      t = await sharedServer(backend);
+      ({ apiKey: key } = await t.account());
+    });
+
+    it('when a file is uploaded, then the 201 matches the document', async () => {
+      const res = await uploadFile(t.server.url, key, 'doc.txt', 'documented');
+      expect(res.status).to.equal(201);
+      expectDocumented(res, '/files/upload', 'post');
+      fileId = res.body.file_id;
+    });
+
+    it('when files are listed, then the 200 matches the document', async () => {
+      const res = await call(t.url('/api/v1/files?limit=5'), { key });
+      expect(res.status).to.equal(200);
+      expect(res.body.files).to.have.length(1);
+      expectDocumented(res, '/files', 'get');
+    });
+
+    it('when one file is read, then the 200 matches the document', async () => {
+      const res = await call(t.url(`/api/v1/files/${fileId}`), { key });
+      expect(res.status).to.equal(200);
+      expectDocumented(res, '/files/{file_id}', 'get');
+    });
+
+    it('when the statistics are read, then the 200 matches the document', async () => {
+      const res = await call(t.url('/api/v1/stats'), { key });
+      expect(res.status).to.equal(200);
+      expectDocumented(res, '/stats', 'get');
+    });
+
+    it('when the file is downloaded whole and in part, then 200 and 206 carry the documented headers', async () => {
+      const info = await call(t.url(`/api/v1/files/${fileId}`), { key });
+      const whole = await call(t.url(info.body.file.public_link));
+      expect(whole.status).to.equal(200);
+      expectDocumented(whole, '/download/{token}', 'get');
+      const part = await call(t.url(info.body.file.public_link), { headers: { Range: 'bytes=0-3' } });
+      expect(part.status).to.equal(206);
+      expect(part.text).to.equal('docu');
+      expectDocumented(part, '/download/{token}', 'get');
+    });
+
+    it('when the range is outside the file, then the 416 matches the document', async () => {
+      const info = await call(t.url(`/api/v1/files/${fileId}`), { key });
+      const res = await call(t.url(info.body.file.public_link), { headers: { Range: 'bytes=500-600' } });
+      expect(res.status).to.equal(416);
+      expectDocumented(res, '/download/{token}', 'get');
+    });
+
+    it('when the file is deleted, then the 200 matches the document', async () => {
+      const res = await call(t.url(`/api/v1/files/${fileId}`), { method: 'DELETE', key });
+      expect(res.status).to.equal(200);
+      expectDocumented(res, '/files/{file_id}', 'delete');
+    });
+
+    it('when the file is gone, then the 404s of the API and of the link match the document', async () => {
+      const res = await call(t.url(`/api/v1/files/${fileId}`), { key });
+      expect(res.status).to.equal(404);
+      expect(res.body.error.code).to.equal('file_not_found');
+      expectDocumented(res, '/files/{file_id}', 'get');
+      const link = await call(t.url('/download/AAAAAAAAAAAAAAAAAAAAAA'));
+      expect(link.status).to.equal(404);
+      expectDocumented(link, '/download/{token}', 'get');
+    });
+
+    it('when page is not a positive integer, then the 400 matches the document', async () => {
+      const res = await call(t.url('/api/v1/files?page=0'), { key });
+      expect(res.status).to.equal(400);
+      expect(res.body.error.code).to.equal('invalid_parameter');
+      expectDocumented(res, '/files', 'get');
+    });
+
+    it('when the file id is not a positive integer, then the 400 matches the document', async () => {
+      const res = await call(t.url('/api/v1/files/abc'), { method: 'DELETE', key });
+      expect(res.status).to.equal(400);
+      expect(res.body.error.code).to.equal('invalid_file_id');
+      expectDocumented(res, '/files/{file_id}', 'delete');
+    });
+
+    it('when no key is sent, then the 401 and its WWW-Authenticate match the document', async () => {
+      const res = await call(t.url('/api/v1/stats'));
+      expect(res.status).to.equal(401);
+      expect(res.body.error.code).to.equal('missing_api_key');
+      expectDocumented(res, '/stats', 'get');
+    });
+
+    it('when the plan has no API access, then the 403 matches the document', async () => {
+      const { apiKey } = await t.account('free');
+      const res = await call(t.url('/api/v1/files'), { key: apiKey });
+      expect(res.status).to.equal(403);
+      expect(res.body.error.code).to.equal('plan_without_api_access');
+      expectDocumented(res, '/files', 'get');
+    });
+
+    it('when the per-minute limit is used up, then the 429 and its Retry-After and limit headers match the document', async () => {
+      const plan = `openapi-tight-${backend}`;
+      await t.plan(plan, { api_access: true, requests_per_minute: 2, requests_per_day: 1000, max_file_size: 1024, daily_uploads: 10 });
+      const { apiKey } = await t.account(plan);
+      const statuses: number[] = [];
+      let last: ApiResponse | undefined;
+      for (let i = 0; i < 3; i++) {
+        last = await call(t.url('/api/v1/stats'), { key: apiKey });
+        statuses.push(last.status);
+      }
+      expect(statuses).to.deep.equal([200, 200, 429]);
+      expect(last!.body.error.code).to.equal('rate_limited');
+      expectDocumented(last!, '/stats', 'get');
+      expect(last!.headers.get('x-ratelimit-remaining')).to.equal('0');
+    });
+
+    it('when /healthz and /readyz answer, then their bodies match the document', async () => {
+      const health = await call(t.url('/healthz'));
+      expect(health.status).to.equal(200);
+      expectDocumented(health, '/healthz', 'get');
+      const ready = await call(t.url('/readyz'));
+      expect(ready.status).to.equal(200);
+      expectDocumented(ready, '/readyz', 'get');
+    });
+  });
+}
+
+/** GET with the path sent byte for byte (fetch and URL would resolve `..` first). */
+function rawGet(base: string, path: string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: hostname, port, path, method: 'GET' }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Services that must never be reached: the docs routes do not go through the API. */
+const untouchable = new Proxy({}, {
+  get: (_target, property) => {
+    throw new Error(`API dependency used: ${String(property)}`);
+  },
+});
+
+describe('docs routes', () => {
+  let server: Server;
+  let base: string;
+  const swaggerUiDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+
+  before(async () => {
+    // Mounted as src/app.ts should mount it: after the key-protected /api/v1 router.
+    const app = new Koa();
+    app.silent = true;
+    const api = apiRoutes({
+      accounts: untouchable,
+      files: untouchable,
+      uploadGate: untouchable,
+      requestLimits: untouchable,
+      authFailures: new FailureLimits({ name: 'auth', failures: 1000, windowSeconds: 60 }),
+      publicUrl: PUBLIC_URL,
+    } as unknown as ApiDeps);
+    const docs = docsRoutes(PUBLIC_URL);
+    app.use(errorResponses(pino({ level: 'silent' })));
+    app.use(api.routes()).use(api.allowedMethods());
+    app.use(docs.routes()).use(docs.allowedMethods());
+    server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('when the API router is mounted first, then it still asks for a key on its own routes', async () => {
+    const res = await call(`${base}/api/v1/files`);
+    expect(res.status).to.equal(401);
+  });
+
+  it('when the document is fetched without a key, then it is the OpenAPI document as JSON', async () => {
+    const res = await call(`${base}/api/v1/openapi.json`);
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/^application\/json/);
+    expect(res.body).to.deep.equal(JSON.parse(JSON.stringify(openApiDocument(PUBLIC_URL))));
+  });
+
+  it('when /docs is fetched, then it is HTML that loads only local assets and points at the document', async () => {
+    const res = await call(`${base}/docs`);
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/^text\/html/);
+    const urls = [...res.text.matchAll(/\b(?:src|href)\s*=\s*["']([^"']*)["']/gi)].map((m) => m[1]!);
+    expect(urls).to.have.length.greaterThan(1);
+    for (const url of urls) expect(url, url).to.match(/^\/docs\/assets\/[\w.-]+$/);
+    expect(res.text).to.not.match(/https?:\/\//i);
+    expect(res.text).to.match(/url:\s*['"]\/api\/v1\/openapi\.json['"]/);
+  });
+
+  it('when the assets the page references are fetched, then each is the package file with its content type', async () => {
+    const page = await call(`${base}/docs`);
+    const urls = [...page.text.matchAll(/\b(?:src|href)\s*=\s*["']([^"']*)["']/gi)].map((m) => m[1]!);
+    for (const url of urls) {
+      const res = await fetch(base + url);
+      expect(res.status, url).to.equal(200);
+      const type = url.endsWith('.css') ? /^text\/css/ : /^text\/javascript/;
+      expect(res.headers.get('content-type'), url).to.match(type);
+      expect(res.headers.get('x-content-type-options'), url).to.equal('nosniff');
+      const body = Buffer.from(await res.arrayBuffer());
+      const file = await readFile(join(swaggerUiDir, url.slice('/docs/assets/'.length)));
+      expect(body.equals(file), url).to.equal(true);
+      const head = await fetch(base + url, { method: 'HEAD' });
+      expect(head.status, `HEAD ${url}`).to.equal(200);
+      expect(head.headers.get('content-length'), `HEAD ${url}`).to.equal(String(file.length));
+    }
+  });
+
+  for (const path of [
+    '/docs/assets/../package.json',
+    '/docs/assets/..%2fpackage.json',
+    '/docs/assets/%2e%2e%2fpackage.json',
+    '/docs/assets/..%2f..%2f..%2fpackage.json',
+    '/docs/assets/..%5cpackage.json',
+    '/docs/assets/package.json',
+    '/docs/assets/index.html',
+    '/docs/assets/swagger-ui.css.map',
+    '/docs/assets/constructor',
+    '/docs/assets/',
+  ]) {
+    it(`when ${path} is asked for, then 404 and no file content`, async () => {
+      const res = await rawGet(base, path);
+      expect(res.status).to.equal(404);
+      expect(res.body).to.not.include('swagger-ui-dist');
+      expect(res.body).to.not.include('<html');
+    });
+  }
+});
