@@ -1,0 +1,291 @@
+// The deployment files, read as docker and compose read them: docker-compose.yml
+// (interpolated from .env.example), the Dockerfile and .dockerignore. No Docker
+// engine needed.
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { parse } from 'yaml';
+import { configVariables, loadConfig } from '../src/config.js';
+
+const read = (name: string) => readFileSync(new URL(`../${name}`, import.meta.url), 'utf8');
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string | string[];
+  environment?: Record<string, string | number | boolean | null> | string[];
+  ports?: (string | { target: number; published?: string | number; host_ip?: string })[];
+  volumes?: (string | { type?: string; source?: string; target: string })[];
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  healthcheck?: { test?: string | string[]; disable?: boolean };
+  stop_grace_period?: string;
+}
+interface ComposeFile {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+}
+
+const compose = parse(read('docker-compose.yml')) as ComposeFile;
+const services = compose.services;
+const service = (name: string): Service => {
+  const found = services[name];
+  if (!found) expect.fail(`docker-compose.yml has no service ${name}`);
+  return found;
+};
+
+/** KEY=VALUE lines of an env file; comments and blank lines skipped. */
+function parseEnvFile(text: string): Record<string, string> {
+  const entries = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'))
+    .map((line) => {
+      const eq = line.indexOf('=');
+      expect(eq, `env file line without "=": ${line}`).to.be.greaterThan(0);
+      return [line.slice(0, eq), line.slice(eq + 1).replace(/^(['"])(.*)\1$/, '$2')] as const;
+    });
+  return Object.fromEntries(entries);
+}
+const exampleEnv = parseEnvFile(read('.env.example'));
+
+// Compose interpolation: $$ is a literal $; $VAR, ${VAR}, ${VAR:-default},
+// ${VAR-default}, ${VAR:?error}, ${VAR?error}, ${VAR:+other}, ${VAR+other}.
+const reference = /\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g;
+
+function interpolate(text: string, env: Record<string, string>): string {
+  return text
+    .split('$$')
+    .map((part) =>
+      part.replace(reference, (_match, braced?: string, colon?: string, op?: string, arg = '', bare?: string) => {
+        const name = (braced ?? bare) as string;
+        const value = env[name];
+        const unset = colon ? !value : value === undefined;
+        if (op === '-') return unset ? arg : (value as string);
+        if (op === '+') return unset ? '' : arg;
+        if (op === '?' && unset) throw new Error(`${name} is required: ${arg}`);
+        return value ?? '';
+      }),
+    )
+    .join('$');
+}
+
+/** Names of the variables a string reads (`$$` is not a reference). */
+const referencedNames = (text: string) => text.split('$$').flatMap((part) => [...part.matchAll(reference)].map((m) => (m[1] ?? m[5]) as string));
+
+/** Every string in a parsed YAML value (compose interpolates values, never keys). */
+const stringsIn = (value: unknown): string[] =>
+  typeof value === 'string' ? [value] : value && typeof value === 'object' ? Object.values(value).flatMap(stringsIn) : [];
+
+/** A service's environment as compose passes it, interpolated from .env.example. */
+function environmentOf(name: string): Record<string, string> {
+  const env = service(name).environment ?? {};
+  const pairs = Array.isArray(env)
+    ? env.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)])
+    : Object.entries(env).map(([key, value]) => [key, value === null ? '' : String(value)]);
+  return Object.fromEntries(pairs.map(([key, value]) => [key, interpolate(value as string, exampleEnv)]));
+}
+
+/** Seconds in a Go-style duration (compose and MinIO): 45s, 1m30s, 24h. */
+function seconds(duration: string): number {
+  expect(duration, `not a duration: ${duration}`).to.match(/^(\d+(\.\d+)?(h|m|s|ms))+$/);
+  const unit: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 0.001 };
+  return [...duration.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s)/g)].reduce((sum, m) => sum + Number(m[1]) * (unit[m[2] as string] as number), 0);
+}
+
+function namedVolumes(svc: Service): { source: string; target: string }[] {
+  return (svc.volumes ?? [])
+    .map((v) => (typeof v === 'string' ? { source: v.split(':')[0] ?? '', target: v.split(':')[1] ?? '' } : { source: v.source ?? '', target: v.target }))
+    .filter((v) => /^[A-Za-z0-9][\w.-]*$/.test(v.source));
+}
+
+function publishedPorts(svc: Service): { hostIp: string; container: number }[] {
+  return (svc.ports ?? []).map((port) => {
+    if (typeof port !== 'string') return { hostIp: port.host_ip ?? '', container: port.target };
+    const parts = port.replace(/\/(tcp|udp)$/, '').split(':');
+    return { hostIp: parts.length === 3 ? (parts[0] as string) : '', container: Number(parts[parts.length - 1]) };
+  });
+}
+
+describe('docker-compose.yml', () => {
+  it('when the file is parsed, then it defines app, postgres, redis, minio and minio-init', () => {
+    expect(Object.keys(services)).to.have.members(['app', 'postgres', 'redis', 'minio', 'minio-init']);
+  });
+
+  it('when a service keeps running, then it has a healthcheck with a test command', () => {
+    for (const [name, svc] of Object.entries(services).filter(([name]) => name !== 'minio-init')) {
+      const test = svc.healthcheck?.test;
+      expect(svc.healthcheck?.disable, name).to.not.equal(true);
+      expect(test, `${name} healthcheck.test`).to.be.an('array');
+      expect((test as string[])[0], name).to.be.oneOf(['CMD', 'CMD-SHELL']);
+      expect((test as string[]).slice(1).join(' ').trim(), name).to.not.equal('');
+    }
+  });
+
+  it('when the app starts, then postgres and redis are healthy and minio-init has completed', () => {
+    expect(service('app').depends_on).to.deep.equal({
+      postgres: { condition: 'service_healthy' },
+      redis: { condition: 'service_healthy' },
+      'minio-init': { condition: 'service_completed_successfully' },
+    });
+    expect(service('minio-init').depends_on).to.deep.equal({ minio: { condition: 'service_healthy' } });
+  });
+
+  it('when a service pulls an image, then its tag pins a major version or a release, never latest', () => {
+    const pulled = Object.entries(services).filter(([, svc]) => !svc.build);
+    expect(pulled.length).to.equal(4);
+    for (const [name, svc] of pulled) {
+      const image = svc.image ?? '';
+      const tag = image.lastIndexOf(':') > image.lastIndexOf('/') ? image.slice(image.lastIndexOf(':') + 1) : '';
+      expect(tag, `${name}: ${image}`).to.match(/^(\d+([.-]|$)|RELEASE\.\d{4}-\d\d-\d\dT)/);
+    }
+  });
+
+  it('when a service stores data, then on a declared named volume, and every declared volume is used', () => {
+    const mounts = Object.fromEntries(Object.entries(services).map(([name, svc]) => [name, namedVolumes(svc)]));
+    expect(mounts.app?.map((v) => v.target)).to.include('/data');
+    expect(mounts.postgres?.map((v) => v.target)).to.include('/var/lib/postgresql/data');
+    expect(mounts.minio?.map((v) => v.target)).to.include('/data');
+    const used = new Set(Object.values(mounts).flatMap((list) => list.map((v) => v.source)));
+    expect([...used]).to.have.members(Object.keys(compose.volumes ?? {}));
+  });
+
+  it('when the app gets its environment, then every variable is one the server reads', () => {
+    const keys = Object.keys(environmentOf('app'));
+    expect(keys).to.include.members(['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'ADMIN_HOST']);
+    expect(configVariables).to.include.members(keys);
+  });
+
+  it('when the environment comes from .env.example, then the server accepts it and reaches the compose services', () => {
+    const env = environmentOf('app');
+    const config = loadConfig(env);
+    const database = new URL(config.databaseUrl ?? '');
+    expect(database.hostname).to.equal('postgres');
+    const postgres = environmentOf('postgres');
+    expect([database.username, database.password, database.pathname]).to.deep.equal([
+      postgres.POSTGRES_USER,
+      postgres.POSTGRES_PASSWORD,
+      `/${postgres.POSTGRES_DB}`,
+    ]);
+    expect(new URL(config.redisUrl ?? '').hostname).to.equal('redis');
+    expect(new URL(config.s3?.endpoint ?? '').hostname).to.equal('minio');
+    expect(config.s3?.forcePathStyle).to.equal(true);
+    expect(config.adminHost).to.equal('0.0.0.0');
+    const init = environmentOf('minio-init');
+    expect([init.S3_BUCKET, init.S3_ACCESS_KEY_ID, init.S3_SECRET_ACCESS_KEY]).to.deep.equal([
+      config.s3?.bucket,
+      config.s3?.credentials?.accessKeyId,
+      config.s3?.credentials?.secretAccessKey,
+    ]);
+    expect(init.S3_ACCESS_KEY_ID).to.not.equal(environmentOf('minio').MINIO_ROOT_USER);
+  });
+
+  it('when compose interpolates a variable, then .env.example defines it, and defines nothing else', () => {
+    const used = new Set(stringsIn(compose).flatMap(referencedNames));
+    expect(used.size).to.be.greaterThan(5);
+    expect(Object.keys(exampleEnv)).to.have.members([...used]);
+  });
+
+  it('when a secret is needed, then compose has no default for it and .env.example says change me', () => {
+    const secrets = Object.keys(exampleEnv).filter((name) => /PASSWORD|SECRET|TOKEN/.test(name));
+    expect(secrets).to.include.members(['POSTGRES_PASSWORD', 'MINIO_ROOT_PASSWORD', 'S3_SECRET_ACCESS_KEY', 'ADMIN_TOKEN']);
+    const defaults = stringsIn(compose).flatMap((text) => [...text.matchAll(/\$\{([A-Za-z0-9_]+):?-([^}]*)\}/g)]);
+    for (const name of secrets) {
+      expect(exampleEnv[name], name).to.satisfy((value: string) => value === '' || value.includes('change-me'));
+      for (const [, variable, fallback] of defaults) if (variable === name) expect(fallback, `default of ${name}`).to.equal('');
+    }
+  });
+
+  it('when ports are published, then only the public API listens beyond the host loopback', () => {
+    const open = Object.entries(services).flatMap(([name, svc]) =>
+      publishedPorts(svc).filter((p) => p.hostIp !== '127.0.0.1').map((p) => `${name}:${p.container}`),
+    );
+    expect(open).to.deep.equal(['app:3000']);
+    expect(publishedPorts(service('app'))).to.deep.include({ hostIp: '127.0.0.1', container: 3001 });
+  });
+
+  it('when the app is stopped, then docker waits longer than SHUTDOWN_TIMEOUT before killing it', () => {
+    const timeout = Number(environmentOf('app').SHUTDOWN_TIMEOUT ?? 30);
+    expect(seconds(service('app').stop_grace_period ?? '10s')).to.be.greaterThan(timeout);
+  });
+
+  it('when an upload is left incomplete, then minio removes it after a valid expiry', () => {
+    const minio = environmentOf('minio');
+    const expiry = seconds(minio.MINIO_API_STALE_UPLOADS_EXPIRY ?? '');
+    expect(expiry).to.be.at.least(6 * 3600);
+    expect(seconds(minio.MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL ?? '')).to.be.within(60, expiry);
+  });
+
+  it('when minio-init runs, then its script reads only its own environment and grants the app the bucket', () => {
+    const command = service('minio-init').command;
+    const script = interpolate(Array.isArray(command) ? command.join(' ') : (command ?? ''), exampleEnv);
+    const env = environmentOf('minio-init');
+    expect(Object.keys(env)).to.include.members(referencedNames(script));
+    expect(script).to.include('mc mb --ignore-existing "local/$S3_BUCKET"');
+    expect(script).to.include('mc admin user add local "$S3_ACCESS_KEY_ID" "$S3_SECRET_ACCESS_KEY"');
+    const heredoc = /<<EOF\n([\s\S]*?)\nEOF\n/.exec(script)?.[1] ?? '';
+    const policy = JSON.parse(heredoc.replace(/\$(\w+)/g, (_m, name: string) => env[name] ?? '')) as { Statement: { Resource: string[] }[] };
+    expect(policy.Statement.flatMap((s) => s.Resource)).to.have.members([`arn:aws:s3:::${env.S3_BUCKET}`, `arn:aws:s3:::${env.S3_BUCKET}/*`]);
+  });
+});
+
+/** Dockerfile instructions (continuations joined, comments dropped), grouped by stage. */
+function dockerStages(text: string): { from: string; name?: string; lines: [string, string][] }[] {
+  const instructions = text
+    .replace(/\\\r?\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'))
+    .map((line) => [line.split(/\s/)[0]?.toUpperCase() ?? '', line.slice(line.search(/\s/) + 1).trim()] as [string, string]);
+  const stages: { from: string; name?: string; lines: [string, string][] }[] = [];
+  for (const [op, args] of instructions) {
+    if (op === 'FROM') {
+      const [from = '', as, name] = args.split(/\s+/);
+      stages.push({ from, name: as?.toUpperCase() === 'AS' ? name : undefined, lines: [] });
+    } else stages.at(-1)?.lines.push([op, args]);
+  }
+  return stages;
+}
+
+describe('Dockerfile', () => {
+  const stages = dockerStages(read('Dockerfile'));
+  const runtime = stages.at(-1) ?? expect.fail('no FROM');
+  const last = (op: string) => runtime.lines.filter(([o]) => o === op).at(-1)?.[1] ?? '';
+  const nodeMajor = (image: string) => /^node:(\d+)[.-]/.exec(image)?.[1];
+
+  it('when the image is built, then a build stage and a runtime stage share one Node major', () => {
+    expect(stages.length).to.be.at.least(2);
+    expect(nodeMajor(stages[0]?.from ?? '')).to.match(/^\d+$/);
+    expect(nodeMajor(runtime.from)).to.equal(nodeMajor(stages[0]?.from ?? ''));
+    const fromBuild = runtime.lines.filter(([op, args]) => op === 'COPY' && args.split(/\s+/).includes(`--from=${stages[0]?.name}`));
+    expect(fromBuild).to.not.be.empty;
+  });
+
+  it('when the container runs, then as a user other than root', () => {
+    expect(last('USER')).to.not.match(/^(|root|0)(:.*)?$/);
+  });
+
+  it('when the container runs, then docker checks /healthz with node, as compose does', () => {
+    const check = /CMD\s+(\[.*\])$/.exec(last('HEALTHCHECK'))?.[1] ?? '[]';
+    const command = JSON.parse(check) as string[];
+    expect(command[0]).to.equal('node');
+    expect(command.join(' ')).to.include('/healthz');
+    expect(service('app').healthcheck?.test).to.deep.equal(['CMD', ...command]);
+  });
+
+  it('when the container starts, then it runs dropstream.js serve', () => {
+    expect(JSON.parse(last('CMD') || '[]')).to.deep.equal(['node', 'bin/dropstream.js', 'serve']);
+  });
+
+  it('when the runtime stage is assembled, then it holds what serve loads and the settings npm start sets', () => {
+    const copied = runtime.lines.filter(([op]) => op === 'COPY').map(([, args]) => args.split(/\s+/).at(-1));
+    expect(copied).to.include.members(['./node_modules', './dist', './prisma', './bin', './package.json']);
+    const env = runtime.lines.filter(([op]) => op === 'ENV').map(([, args]) => args).join(' ');
+    for (const setting of ['NODE_ENV=production', 'MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072', 'HOST=0.0.0.0', 'DATA_DIR=/data']) {
+      expect(env).to.include(setting);
+    }
+  });
+
+  it('when the build context is sent, then dependencies, build output, local data and secrets stay out', () => {
+    const ignored = read('.dockerignore').split('\n').map((line) => line.trim());
+    expect(ignored).to.include.members(['node_modules', 'dist', 'src/generated', 'data', '.env', '.git']);
+  });
+});
