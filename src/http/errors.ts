@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.js';
 import { AppError } from '../errors.js';
@@ -16,6 +16,20 @@ function toAppError(err: unknown): AppError | undefined {
     return new AppError(503, 'store_unavailable', 'The object store is unavailable; try again later', { 'Retry-After': '5' });
   }
   return undefined;
+}
+
+/** How long a client that is still sending gets to read our answer before its connection is closed. */
+const READ_GRACE_MS = 1000;
+
+/**
+ * A refused upload must not make us read the rest of its body, so its
+ * connection is closed. Not at once: closing with unread bytes sends a TCP
+ * reset, and a reset can make the client drop the answer it has not read
+ * yet. The body is left unread (the client blocks on a full window) while
+ * the answer gets a moment to arrive.
+ */
+function closeUnreadRequest(ctx: Context) {
+  ctx.res.once('finish', () => setTimeout(() => ctx.req.socket.destroy(), READ_GRACE_MS).unref());
 }
 
 /**
@@ -44,9 +58,7 @@ export function errorResponses(logger: Logger, metrics?: Metrics): Middleware {
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.body = { success: false, error: { code: error.code, message: error.message } };
-      // A refused upload must not make us read the rest of its body: close
-      // the connection once the answer is out.
-      if (!ctx.req.complete) ctx.set('Connection', 'close');
+      if (!ctx.req.complete) closeUnreadRequest(ctx);
     }
   };
 }
