@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
+import { transfer, TRANSFER_USAGE } from './transfer.js';
 
 const USAGE = `usage:
   dropstream serve
@@ -14,7 +15,8 @@ const USAGE = `usage:
   dropstream keys rotate --account <id>
   dropstream plans list
   dropstream plans set <name> [--api-access true|false] [--requests-per-minute N]
-                              [--requests-per-day N] [--max-file-size BYTES] [--daily-uploads N]`;
+                              [--requests-per-day N] [--max-file-size BYTES] [--daily-uploads N]
+${TRANSFER_USAGE}`;
 
 const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value)}\n`);
@@ -42,15 +44,19 @@ function required(name: string, value: string | undefined): string {
 async function serve() {
   const config = loadConfig();
   const { createLogger, startServer } = await import('../server.js');
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   const server = await startServer(config, logger);
+  let stopping = false;
   const stop = async (signal: string) => {
-    logger.info({ signal }, 'shutting down');
+    // A second signal means "now": skip the grace period.
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal, timeout_s: config.shutdownTimeout }, 'shutting down');
     await server.close();
     process.exit(0);
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
 }
 
 async function migrate() {
@@ -130,6 +136,7 @@ export async function main(argv: string[]): Promise<boolean> {
   }
   if (command === 'migrate') await migrate();
   else if (command === 'accounts' || command === 'keys' || command === 'plans') await admin(command, rest[0], rest.slice(1));
+  else if (command === 'upload' || command === 'download') await transfer(command, rest);
   else if (command === 'help' || command === '--help' || command === '-h') process.stdout.write(`${USAGE}\n`);
   else if (command) throw unknownCommand(command);
   else throw new CliError(USAGE);
