@@ -5,6 +5,7 @@ import type { PlanService } from './accounts/plans.js';
 import type { AccountService } from './accounts/service.js';
 import { badRequest } from './errors.js';
 import type { FileService } from './files/service.js';
+import type { SweepResult } from './files/sweeper.js';
 import type { UploadGate } from './files/upload-gate.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { apiRoutes } from './http/api-routes.js';
@@ -65,13 +66,15 @@ export interface AdminAppDeps {
   logger: Logger;
   adminToken: string;
   metrics: Metrics;
+  /** One sweep of pending objects (for `dropstream gc`). */
+  sweep: (graceSeconds?: number) => Promise<SweepResult>;
 }
 
 /** The admin listener: provisioning of accounts, keys and plans. Does not listen. */
-export function createAdminApp({ accounts, plans, logger, adminToken, metrics }: AdminAppDeps): Koa {
+export function createAdminApp({ accounts, plans, logger, adminToken, metrics, sweep }: AdminAppDeps): Koa {
   const app = new Koa();
   app.silent = true;
-  const admin = adminRoutes({ accounts, plans, adminToken, metrics });
+  const admin = adminRoutes({ accounts, plans, adminToken, metrics, sweep });
   app.use(requestLog(logger));
   app.use(errorResponses(logger));
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', onError: () => {

@@ -48,6 +48,8 @@ const schema = z
     SHUTDOWN_TIMEOUT: integer(0, 3600).default(30),
     HEADERS_TIMEOUT: integer(1, 600).default(20),
     IDLE_TIMEOUT: integer(1, 3600).default(60),
+    GC_GRACE: integer(0, 30 * 86_400).default(3600),
+    GC_INTERVAL: integer(0, 86_400).default(600),
     AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
   })
@@ -84,6 +86,10 @@ const schema = z
     redisKeyPrefix: env.REDIS_KEY_PREFIX,
     /** Take the client address from X-Forwarded-For (behind a reverse proxy). */
     trustProxy: env.TRUST_PROXY,
+    /** Seconds an upload must have been silent before the sweep treats it as abandoned. */
+    gcGrace: env.GC_GRACE,
+    /** Seconds between sweeps on each instance; 0 turns the schedule off (`dropstream gc` still works). */
+    gcInterval: env.GC_INTERVAL,
     /** Failed API keys, and unknown download links, allowed per client address and minute before 429. */
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     linkFailureLimit: env.LINK_FAILURE_LIMIT,

@@ -11,7 +11,9 @@ import { createAdminApp, createApp, type Readiness } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/client.js';
 import { UploadQuota } from './files/quota.js';
+import { PendingObjects } from './files/pending.js';
 import { FileService } from './files/service.js';
+import { Sweeper } from './files/sweeper.js';
 import { UploadGate } from './files/upload-gate.js';
 import { FailureLimits } from './limits/failure-limits.js';
 import { connectRedis, redisReady } from './limits/redis.js';
@@ -81,7 +83,15 @@ export async function startServer(config: Config, logger = createLogger(config.l
     };
     const accounts = new AccountService(db.prisma);
     const plans = new PlanService(db.prisma);
-    const files = new FileService({ prisma: db.prisma, store, quota: new UploadQuota(db.prisma), onCleanupError });
+    const quota = new UploadQuota(db.prisma);
+    const pending = new PendingObjects(db.prisma, quota);
+    const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError });
+    const sweeper = new Sweeper(db.prisma, store, quota);
+    const sweep = async (graceSeconds = config.gcGrace) => {
+      const result = await sweeper.sweep(graceSeconds);
+      if (result.uploads || result.deletes || result.failed) logger.info({ ...result }, 'swept pending objects');
+      return result;
+    };
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
 
     redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
@@ -100,7 +110,11 @@ export async function startServer(config: Config, logger = createLogger(config.l
       // While draining, load balancers must stop sending traffic here.
       readiness: async () => (draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, redis)),
     });
-    const adminApp = createAdminApp({ accounts, plans, logger, adminToken, metrics });
+    const adminApp = createAdminApp({ accounts, plans, logger, adminToken, metrics, sweep });
+    const sweepTimer =
+      config.gcInterval > 0
+        ? setInterval(() => sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed')), config.gcInterval * 1000).unref()
+        : undefined;
     const timeouts = { headersSeconds: config.headersTimeout, idleSeconds: config.idleTimeout };
     const server = createListener(app.callback(), timeouts);
     const adminServer = createListener(adminApp.callback(), timeouts);
@@ -123,6 +137,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
         // Once: a second call (a second signal, a test's clean-up) waits for the first.
         closing ??= (async () => {
           draining = true;
+          clearInterval(sweepTimer);
           const [cut] = await Promise.all([drain(server, timeoutSeconds * 1000), drain(adminServer, timeoutSeconds * 1000)]);
           // Cut uploads clean up after themselves (abort, delete, give back the
           // quota slot); that needs the store and the database still open.

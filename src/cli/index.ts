@@ -16,6 +16,7 @@ const USAGE = `usage:
   dropstream plans list
   dropstream plans set <name> [--api-access true|false] [--requests-per-minute N]
                               [--requests-per-day N] [--max-file-size BYTES] [--daily-uploads N]
+  dropstream gc [--grace SECONDS]     removes what crashed or failed uploads and deletes left behind
 ${TRANSFER_USAGE}`;
 
 const print = (value: unknown): void => {
@@ -73,7 +74,7 @@ async function migrate() {
 // Errors are one line (scripts read them); `dropstream help` prints the usage.
 const unknownCommand = (command: string) => new CliError(`unknown command: ${command} (see \`dropstream help\`)`);
 
-const ADMIN_COMMANDS = ['accounts create', 'accounts set-plan', 'keys rotate', 'plans list', 'plans set'];
+const ADMIN_COMMANDS = ['accounts create', 'accounts set-plan', 'keys rotate', 'plans list', 'plans set', 'gc run'];
 
 async function admin(group: string | undefined, action: string | undefined, args: string[]) {
   const { values, positionals } = parseArgs({
@@ -88,6 +89,7 @@ async function admin(group: string | undefined, action: string | undefined, args
       'requests-per-day': { type: 'string' },
       'max-file-size': { type: 'string' },
       'daily-uploads': { type: 'string' },
+      grace: { type: 'string' },
     },
   });
   const command = [group, action].filter(Boolean).join(' ');
@@ -107,6 +109,11 @@ async function admin(group: string | undefined, action: string | undefined, args
     case 'keys rotate': {
       const res = await adminRequest(client, 'POST', `/admin/accounts/${account()}/keys`);
       return print({ account_id: res.account_id, api_key: res.api_key });
+    }
+    case 'gc run': {
+      const grace = integer('grace', values.grace);
+      const res = await adminRequest(client, 'POST', '/admin/gc', grace === undefined ? {} : { grace_seconds: grace });
+      return print({ uploads: res.uploads, deletes: res.deletes, failed: res.failed });
     }
     case 'plans list':
       return print((await adminRequest(client, 'GET', '/admin/plans')).plans);
@@ -136,6 +143,7 @@ export async function main(argv: string[]): Promise<boolean> {
   }
   if (command === 'migrate') await migrate();
   else if (command === 'accounts' || command === 'keys' || command === 'plans') await admin(command, rest[0], rest.slice(1));
+  else if (command === 'gc') await admin('gc', 'run', rest);
   else if (command === 'upload' || command === 'download') await transfer(command, rest);
   else if (command === 'help' || command === '--help' || command === '-h') process.stdout.write(`${USAGE}\n`);
   else if (command) throw unknownCommand(command);

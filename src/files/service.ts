@@ -2,6 +2,7 @@ import type { Caller } from '../accounts/service.js';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { fileErrors } from './errors.js';
+import type { PendingObjects } from './pending.js';
 import type { UploadQuota } from './quota.js';
 import { toFileRecord, type FileRecord } from './record.js';
 import { Upload } from './upload.js';
@@ -10,6 +11,7 @@ export interface FileServiceOptions {
   prisma: PrismaClient;
   store: ObjectStore;
   quota: UploadQuota;
+  pending: PendingObjects;
   /** Called with errors of clean-up work that must not fail the request (removing an object, returning a slot). */
   onCleanupError: (err: unknown) => void;
 }
@@ -21,11 +23,18 @@ export class FileService {
 
   /** Takes a slot of the daily upload quota (403 when none is left) and returns the upload to feed. */
   async startUpload(caller: Caller): Promise<Upload> {
-    const { prisma, store, quota, onCleanupError } = this.options;
+    const { prisma, store, quota, pending, onCleanupError } = this.options;
     const limit = caller.plan.dailyUploads;
-    const slot = await quota.take(caller.accountId, limit);
-    if (!slot) throw fileErrors.dailyUploadLimit(limit);
-    return new Upload(prisma, store, caller, slot, onCleanupError);
+    const day = await quota.take(caller.accountId, limit);
+    if (!day) throw fileErrors.dailyUploadLimit(limit);
+    const upload = new Upload(prisma, store, pending, caller, onCleanupError);
+    try {
+      await pending.recordUpload(upload.key, caller.accountId, day);
+    } catch (err) {
+      await quota.release(caller.accountId, day).catch(onCleanupError);
+      throw err;
+    }
+    return upload;
   }
 
   async list(accountId: number, page: number, limit: number): Promise<{ files: FileRecord[]; total: number }> {
@@ -44,16 +53,29 @@ export class FileService {
     return toFileRecord(row);
   }
 
-  /** Removes the row, then the object: a failure in between leaves an unreachable object, never a row without one. */
+  /**
+   * Removes the row and, in the same transaction, queues its object; then
+   * removes the object. If that fails (or the process dies first), the file
+   * is already gone from the API and the sweeper removes the object later.
+   */
   async delete(accountId: number, fileId: number): Promise<void> {
     const { prisma, store, onCleanupError } = this.options;
-    const row = await prisma.file
-      .delete({ where: { id: fileId, accountId }, select: { storageKey: true } })
+    const storageKey = await prisma
+      .$transaction(async (tx) => {
+        const row = await tx.file.delete({ where: { id: fileId, accountId }, select: { storageKey: true } });
+        await tx.pendingObject.create({ data: { storageKey: row.storageKey, reason: 'delete' } });
+        return row.storageKey;
+      })
       .catch((err: unknown) => {
         if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2025') throw fileErrors.notFound();
         throw err;
       });
-    await store.delete(row.storageKey).catch(onCleanupError);
+    try {
+      await store.delete(storageKey);
+      await prisma.pendingObject.deleteMany({ where: { storageKey } });
+    } catch (err) {
+      onCleanupError(err);
+    }
   }
 
   async findByLinkToken(token: string): Promise<FileRecord | undefined> {

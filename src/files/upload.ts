@@ -5,7 +5,7 @@ import type { ObjectStore } from '../storage/object-store.js';
 import { ByteCounter } from './byte-counter.js';
 import { fileErrors } from './errors.js';
 import { cleanFilename } from './filename.js';
-import type { UploadSlot } from './quota.js';
+import type { PendingObjects } from './pending.js';
 import { newLinkToken, newStorageKey, toFileRecord, type FileRecord } from './record.js';
 
 interface Stored {
@@ -16,22 +16,27 @@ interface Stored {
 
 const ignore = () => {};
 
+/** How often a streaming upload tells the sweeper it is alive. */
+const HEARTBEAT_MS = 60_000;
+
 /**
- * One upload, from its quota slot to its file row. The object is written
- * first and the row last, so a row never points at a missing object; every
- * other ending goes through abort(), which removes the object and gives the
- * slot back.
+ * One upload, from its quota slot to its file row. It is recorded as pending
+ * before the first byte is written; the object is written next and the file
+ * row last, in the same transaction that drops the pending record, so a row
+ * never points at a missing object. Every other ending goes through abort(),
+ * which removes the object and gives the slot back; a crash leaves the
+ * pending record for the sweeper.
  */
 export class Upload {
-  private readonly key = newStorageKey();
+  readonly key = newStorageKey();
   private receiving?: Promise<Stored>;
   private done = false;
 
   constructor(
     private readonly prisma: PrismaClient,
     private readonly store: ObjectStore,
+    private readonly pending: PendingObjects,
     private readonly caller: Caller,
-    private readonly slot: UploadSlot,
     private readonly onCleanupError: (err: unknown) => void,
   ) {}
 
@@ -45,9 +50,17 @@ export class Upload {
     const filename = cleanFilename(rawFilename);
     const limit = this.caller.plan.maxFileSize;
     const counter = new ByteCounter(limit, () => fileErrors.tooLarge(limit));
-    // The callback form only wires the two streams: errors on either side
-    // destroy both and reach the store's put, which cleans up and rejects.
-    await this.store.put(this.key, pipeline(body, counter, ignore), { maxSize: limit });
+    const heartbeat = setInterval(() => this.pending.touch(this.key).catch(this.onCleanupError), HEARTBEAT_MS).unref();
+    try {
+      // The callback form only wires the two streams: errors on either side
+      // destroy both and reach the store's put, which cleans up and rejects.
+      await this.store.put(this.key, pipeline(body, counter, ignore), {
+        maxSize: limit,
+        onStarted: (uploadId) => this.pending.setUploadId(this.key, uploadId),
+      });
+    } finally {
+      clearInterval(heartbeat);
+    }
     return { filename, size: counter.bytes, sha256: counter.sha256() };
   }
 
@@ -55,16 +68,21 @@ export class Upload {
   async commit(): Promise<FileRecord> {
     if (!this.receiving) throw new Error('commit() before receive()');
     const stored = await this.receiving;
-    const row = await this.prisma.file.create({
-      data: {
-        accountId: this.caller.accountId,
-        filename: stored.filename,
-        size: BigInt(stored.size),
-        sha256: stored.sha256,
-        storageKey: this.key,
-        linkToken: newLinkToken(),
-      },
-    });
+    // Dropping the pending record fails if the sweeper has claimed it; then
+    // no row is written and abort() cleans up.
+    const [row] = await this.prisma.$transaction([
+      this.prisma.file.create({
+        data: {
+          accountId: this.caller.accountId,
+          filename: stored.filename,
+          size: BigInt(stored.size),
+          sha256: stored.sha256,
+          storageKey: this.key,
+          linkToken: newLinkToken(),
+        },
+      }),
+      this.prisma.pendingObject.delete({ where: { storageKey: this.key } }),
+    ]);
     this.done = true;
     return toFileRecord(row);
   }
@@ -75,7 +93,13 @@ export class Upload {
     this.done = true;
     // A write still in flight could create the object after we delete it.
     await this.receiving?.catch(ignore);
-    await this.store.delete(this.key).catch(this.onCleanupError);
-    await this.slot.release().catch(this.onCleanupError);
+    const objectGone = await this.store.discard(this.key).then(
+      () => true,
+      (err: unknown) => {
+        this.onCleanupError(err);
+        return false;
+      },
+    );
+    await this.pending.settleFailedUpload(this.key, objectGone).catch(this.onCleanupError);
   }
 }

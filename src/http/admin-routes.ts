@@ -4,6 +4,7 @@ import type { Middleware } from 'koa';
 import { z } from 'zod';
 import type { Plan, PlanService } from '../accounts/plans.js';
 import type { AccountService } from '../accounts/service.js';
+import type { SweepResult } from '../files/sweeper.js';
 import type { Metrics } from '../metrics.js';
 import { AppError, badRequest } from '../errors.js';
 
@@ -14,6 +15,7 @@ export interface AdminDeps {
   adminToken: string;
   /** Served at /metrics, behind the same token. */
   metrics: Metrics;
+  sweep: (graceSeconds?: number) => Promise<SweepResult>;
 }
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
@@ -62,7 +64,7 @@ export const presentPlan = (plan: Plan) => ({
 });
 
 /** Provisioning for the CLI and a website's backend, on its own listener. */
-export function adminRoutes({ accounts, plans, adminToken, metrics }: AdminDeps) {
+export function adminRoutes({ accounts, plans, adminToken, metrics, sweep }: AdminDeps) {
   const router = new Router();
   const guard = requireAdminToken(adminToken);
 
@@ -73,6 +75,12 @@ export function adminRoutes({ accounts, plans, adminToken, metrics }: AdminDeps)
   });
 
   router.use('/admin', guard);
+
+  // One sweep now; `grace_seconds` overrides GC_GRACE (0 after a known crash).
+  router.post('/admin/gc', async (ctx) => {
+    const body = parse(z.strictObject({ grace_seconds: count.optional() }), ctx.request.body);
+    ctx.body = { success: true, ...(await sweep(body.grace_seconds)) };
+  });
 
   router.get('/admin/plans', async (ctx) => {
     ctx.body = { success: true, plans: (await plans.list()).map(presentPlan) };

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { type FileHandle, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   type ByteRange,
   type ObjectInfo,
   type ObjectStore,
+  type PutOptions,
   ObjectNotFoundError,
   ObjectStoreError,
 } from './object-store.js';
@@ -30,7 +31,7 @@ export class LocalObjectStore implements ObjectStore {
     this.tmpDir = join(options.root, '.tmp');
   }
 
-  async put(key: string, body: Readable): Promise<ObjectInfo> {
+  async put(key: string, body: Readable, options: PutOptions = {}): Promise<ObjectInfo> {
     let target: string;
     let temp: { path: string; handle: FileHandle };
     try {
@@ -43,6 +44,7 @@ export class LocalObjectStore implements ObjectStore {
     }
     const out = temp.handle.createWriteStream();
     try {
+      await options.onStarted?.(basename(temp.path));
       // pipeline rejects with the first error: the body's own when the body failed.
       await pipeline(body, out);
     } catch (err) {
@@ -97,6 +99,16 @@ export class LocalObjectStore implements ObjectStore {
     await unlink(path).catch((err: unknown) => {
       if (!missing(err)) throw storeError(err, key);
     });
+  }
+
+  async discard(key: string, uploadId?: string): Promise<void> {
+    if (uploadId !== undefined) {
+      if (!/^[0-9a-f-]{36}$/.test(uploadId)) throw new Error(`invalid upload id ${JSON.stringify(uploadId)}`);
+      await unlink(join(this.tmpDir, uploadId)).catch((err: unknown) => {
+        if (!missing(err)) throw storeError(err, key);
+      });
+    }
+    await this.delete(key);
   }
 
   /**

@@ -9,6 +9,12 @@ export interface ByteRange {
 export interface PutOptions {
   /** The most bytes the body may hold (the plan's limit): lets a store size its multipart parts. */
   maxSize?: number;
+  /**
+   * Called once the store has something to clean up should the process die
+   * mid-put, with its handle on it (a multipart upload id, a temp file name):
+   * pass that to discard() later.
+   */
+  onStarted?: (uploadId: string) => void | Promise<void>;
 }
 
 export interface ObjectInfo {
@@ -38,6 +44,12 @@ export interface ObjectStore {
 
   /** Removes the object. Removing a missing object is not an error. */
   delete(key: string): Promise<void>;
+
+  /**
+   * Removes whatever an interrupted put may have left: the object, and the
+   * incomplete upload `uploadId` (from onStarted). Nothing left is not an error.
+   */
+  discard(key: string, uploadId?: string): Promise<void>;
 
   /** Releases connections and handles. */
   close?(): Promise<void>;

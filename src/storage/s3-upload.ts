@@ -19,8 +19,8 @@ export interface StreamUploadOptions {
   partSize: number;
   /** Parts sent at once. */
   partsInFlight: number;
-  /** Called with the multipart upload's id once S3 has created it. */
-  onMultipartStart?: (uploadId: string) => void;
+  /** Called with the multipart upload's id once S3 has created it; awaited before the first part. */
+  onMultipartStart?: (uploadId: string) => void | Promise<void>;
 }
 
 const storeError = (what: string) => (err: unknown) => {
@@ -53,7 +53,7 @@ export async function uploadStream(options: StreamUploadOptions): Promise<{ size
       uploadId = await client
         .send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: 'application/octet-stream' }))
         .then((res) => res.UploadId!, storeError('starting a multipart upload'));
-      options.onMultipartStart?.(uploadId);
+      await options.onMultipartStart?.(uploadId);
     }
     const PartNumber = ++partNumber;
     const sending: Promise<void> = client

@@ -1,5 +1,6 @@
 import { pipeline, Transform, type Readable } from 'node:stream';
 import {
+  AbortMultipartUploadCommand,
   CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
@@ -103,7 +104,21 @@ export class S3ObjectStore implements ObjectStore {
       body,
       partSize: this.partSizeFor(options.maxSize),
       partsInFlight: this.options.partsInFlight,
+      onMultipartStart: options.onStarted,
     });
+  }
+
+  async discard(key: string, uploadId?: string): Promise<void> {
+    if (uploadId) {
+      try {
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }));
+      } catch (err) {
+        if (!(err instanceof S3ServiceException && (err.name === 'NoSuchUpload' || err.$metadata.httpStatusCode === 404))) {
+          throw new ObjectStoreError('aborting a multipart upload failed', { cause: err });
+        }
+      }
+    }
+    await this.delete(key);
   }
 
   async get(key: string, range?: ByteRange): Promise<Readable> {

@@ -1,0 +1,57 @@
+// A dropstream server in a child process, for tests that kill it (SIGKILL)
+// and start it again on the same data.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+export interface ServerProcess {
+  url: string;
+  adminUrl: string;
+  adminToken: string;
+  child: ChildProcess;
+  /** Calls the admin API; throws unless 2xx. */
+  admin(method: string, path: string, body?: unknown): Promise<any>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['bin/dropstream.js', 'serve'], {
+    env: { ...process.env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const ready = await new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        const entry = JSON.parse(line);
+        if (entry.msg === 'dropstream listening') resolve(entry);
+      } catch {}
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
+  });
+  const adminToken = env.ADMIN_TOKEN ?? (await readFile(join(env.DATA_DIR!, 'admin-token'), 'utf8')).trim();
+  return {
+    ...ready,
+    adminToken,
+    child,
+    async admin(method, path, body) {
+      const res = await fetch(ready.adminUrl + path, {
+        method,
+        headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const json: any = await res.json();
+      if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+      return json;
+    },
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill(signal);
+      await exited;
+    },
+  };
+}
