@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type FileHandle, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
@@ -36,7 +36,11 @@ export class LocalObjectStore implements ObjectStore {
     let temp: { path: string; handle: FileHandle };
     try {
       target = this.pathOf(key);
-      temp = await this.createTemp();
+      // The name is handed out before the file exists, so a record of it is
+      // in place before there is anything to clean up.
+      const name = randomUUID();
+      await options.onStarted?.(name);
+      temp = await this.createTemp(name);
     } catch (err) {
       // put owns the body either way; leaving it paused would stall the sender.
       body.destroy();
@@ -44,7 +48,6 @@ export class LocalObjectStore implements ObjectStore {
     }
     const out = temp.handle.createWriteStream();
     try {
-      await options.onStarted?.(basename(temp.path));
       // pipeline rejects with the first error: the body's own when the body failed.
       await pipeline(body, out);
     } catch (err) {
@@ -116,7 +119,7 @@ export class LocalObjectStore implements ObjectStore {
    * cannot create files fails as an ObjectStoreError, never mixed up with the
    * body's errors that pipeline reports later.
    */
-  private async createTemp(): Promise<{ path: string; handle: FileHandle }> {
+  private async createTemp(name: string): Promise<{ path: string; handle: FileHandle }> {
     this.ready ??= mkdir(this.tmpDir, { recursive: true }).then(
       () => undefined,
       (err: unknown) => {
@@ -125,7 +128,7 @@ export class LocalObjectStore implements ObjectStore {
       },
     );
     await this.ready;
-    const path = join(this.tmpDir, randomUUID());
+    const path = join(this.tmpDir, name);
     try {
       return { path, handle: await open(path, 'wx') };
     } catch (err) {
