@@ -1,6 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
 import { AppError } from '../errors.js';
 import { ObjectNotFoundError, ObjectStoreError } from '../storage/object-store.js';
 
@@ -11,6 +12,9 @@ const internal = () => new AppError(500, 'internal_error', 'Internal server erro
 /** Errors from dependencies become their client-facing form here, at the edge. */
 function toAppError(err: unknown): AppError | undefined {
   if (err instanceof AppError) return err;
+  if (isDatabaseUnavailable(err)) {
+    return new AppError(503, 'database_unavailable', 'The database is unavailable; try again shortly', { 'Retry-After': '5' });
+  }
   if (err instanceof ObjectNotFoundError) return new AppError(404, 'file_not_found', 'File not found');
   if (err instanceof ObjectStoreError) {
     return new AppError(503, 'store_unavailable', 'The object store is unavailable; try again later', { 'Retry-After': '5' });
@@ -47,6 +51,8 @@ export function errorResponses(logger: Logger, metrics?: Metrics): Middleware {
       if (err instanceof ObjectStoreError) {
         metrics?.storeErrors.inc();
         logger.warn({ err }, 'object store failed');
+      } else if (isDatabaseUnavailable(err)) {
+        logger.warn({ err: (err as Error).message }, 'database unavailable');
       }
       const known = toAppError(err);
       if (!known) logger.error({ err }, 'unhandled error');
