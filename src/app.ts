@@ -1,4 +1,5 @@
 import { bodyParser } from '@koa/bodyparser';
+import cors from '@koa/cors';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { PlanService } from './accounts/plans.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   publicUrl: string;
   /** Client addresses from X-Forwarded-For. */
   trustProxy?: boolean;
+  /** Origins allowed by CORS: none by default, `*` for any. */
+  corsOrigins?: string[];
   /** Readiness of the dependencies, for /readyz. */
   readiness: () => Promise<Readiness>;
 }
@@ -52,12 +55,27 @@ export function createApp(deps: AppDeps): Koa {
   const downloads = downloadRoutes({ files, store, tokenFailures, metrics, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(requestLog(logger, metrics));
   app.use(errorResponses(logger, metrics));
+  if (deps.corsOrigins?.length) app.use(corsFor(deps.corsOrigins));
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
   app.use(healthRoutes(deps.readiness).routes());
   const docs = docsRoutes(publicUrl);
   app.use(docs.routes()).use(docs.allowedMethods());
   return app;
+}
+
+/**
+ * CORS for browser clients of configured origins. Keys travel in the
+ * Authorization header, never in cookies, so credentials stay off.
+ */
+function corsFor(origins: string[]) {
+  return cors({
+    origin: (ctx) => (origins.includes('*') ? '*' : origins.includes(ctx.get('Origin')) ? ctx.get('Origin') : ''),
+    allowMethods: ['GET', 'HEAD', 'POST', 'DELETE'],
+    allowHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'X-Request-Id'],
+    exposeHeaders: ['Content-Disposition', 'Content-Range', 'ETag', 'Retry-After', 'X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit', 'RateLimit-Policy'],
+    maxAge: 600,
+  });
 }
 
 export interface AdminAppDeps {

@@ -44,6 +44,10 @@ const schema = z
     REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/, 'letters, digits, : _ - (at most 64)').default('dropstream'),
     TRUST_PROXY: flag.default(false),
+    CORS_ORIGINS: z
+      .string()
+      .regex(/^(\*|https?:\/\/[^,\s]+(,https?:\/\/[^,\s]+)*)$/, 'must be * or a comma-separated list of http(s) origins')
+      .optional(),
     LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
     SHUTDOWN_TIMEOUT: integer(0, 3600).default(30),
     HEADERS_TIMEOUT: integer(1, 600).default(20),
@@ -86,6 +90,8 @@ const schema = z
     redisKeyPrefix: env.REDIS_KEY_PREFIX,
     /** Take the client address from X-Forwarded-For (behind a reverse proxy). */
     trustProxy: env.TRUST_PROXY,
+    /** Browser origins allowed to call the API (CORS); absent means none. */
+    corsOrigins: env.CORS_ORIGINS === undefined ? [] : env.CORS_ORIGINS.split(','),
     /** Seconds an upload must have been silent before the sweep treats it as abandoned. */
     gcGrace: env.GC_GRACE,
     /** Seconds between sweeps on each instance; 0 turns the schedule off (`dropstream gc` still works). */

@@ -107,6 +107,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
       logger,
       publicUrl: config.publicUrl,
       trustProxy: config.trustProxy,
+      corsOrigins: config.corsOrigins,
       // While draining, load balancers must stop sending traffic here.
       readiness: async () => (draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, redis)),
     });

@@ -25,15 +25,32 @@ function toAppError(err: unknown): AppError | undefined {
 /** How long a client that is still sending gets to read our answer before its connection is closed. */
 const READ_GRACE_MS = 1000;
 
+/** The most of a refused body read and dropped after the answer, so a client that had sent it all can reuse the connection. */
+const DRAIN_BYTES = 1024 * 1024;
+
 /**
  * A refused upload must not make us read the rest of its body, so its
  * connection is closed. Not at once: closing with unread bytes sends a TCP
  * reset, and a reset can make the client drop the answer it has not read
- * yet. The body is left unread (the client blocks on a full window) while
- * the answer gets a moment to arrive.
+ * yet. The answer gets a moment to arrive while what is already on its way
+ * is read and dropped, up to DRAIN_BYTES; past that the body is left unread
+ * (the client blocks on a full window). A client whose body ended within
+ * the moment keeps its connection: the answer said keep-alive, and its next
+ * request on it must be answered, not reset.
  */
 function closeUnreadRequest(ctx: Context) {
-  ctx.res.once('finish', () => setTimeout(() => ctx.req.socket.destroy(), READ_GRACE_MS).unref());
+  const { req } = ctx;
+  ctx.res.once('finish', () => {
+    let drained = 0;
+    req.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > DRAIN_BYTES) req.pause();
+    });
+    req.resume();
+    setTimeout(() => {
+      if (!req.complete) req.socket.destroy();
+    }, READ_GRACE_MS).unref();
+  });
 }
 
 /**

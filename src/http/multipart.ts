@@ -17,7 +17,8 @@ const clientGone = () => new AppError(400, 'upload_aborted', 'The request body e
 /**
  * Reads a multipart/form-data request that must hold exactly one file part,
  * named `file`, and hands that part's stream to `onFile` as it arrives.
- * Resolves once the body is fully read and `onFile` has resolved. On any
+ * Resolves once the body is fully read and `onFile` has resolved, if the
+ * connection is still open to carry the answer. On any
  * problem the file stream is destroyed (so its consumer fails and cleans up)
  * and it rejects once `onFile` has settled; the request is left unread so
  * the caller can answer and close the connection.
@@ -72,7 +73,11 @@ export function receiveFile(req: IncomingMessage, onFile: (filename: string, str
     parser.on('close', () => {
       if (failed) return;
       if (!handling) return fail(badRequest('missing_file', `A file part named "${FILE_FIELD}" is required`));
-      handling.then(resolve, fail);
+      // A connection already closed cannot carry our answer: the client hung
+      // up after its last byte, or sent bytes after the body that Node
+      // answered with its own 400 before closing. Either way the client will
+      // never see a 201, so the upload must not be kept.
+      handling.then(() => (req.socket.destroyed ? fail(clientGone()) : resolve()), fail);
     });
     req.on('close', () => {
       if (!req.complete) fail(clientGone());
