@@ -7,8 +7,12 @@ import { AppError, badRequest } from '../errors.js';
 export const FILE_FIELD = 'file';
 
 // Bounds on everything in a body that is not the file itself, so a body of
-// thousands of fields or giant part headers costs us nothing.
-const LIMITS = { fields: 50, fieldSize: 64 * 1024, parts: 60, headerPairs: 50 };
+// thousands of fields or giant part headers costs us nothing. Refused: more
+// than 50 fields or 60 parts. busboy signals `fieldsLimit` when a field
+// beyond the limit starts, but `partsLimit` as soon as the count reaches
+// the limit, hence the one part more.
+const MAX_PARTS = 60;
+const LIMITS = { fields: 50, fieldSize: 64 * 1024, parts: MAX_PARTS + 1, headerPairs: 50 };
 
 const ignore = () => {};
 
@@ -24,6 +28,10 @@ const clientGone = () => new AppError(400, 'upload_aborted', 'The request body e
  * the caller can answer and close the connection.
  */
 export function receiveFile(req: IncomingMessage, onFile: (filename: string, stream: Readable) => Promise<void>): Promise<void> {
+  // The connection can close while the caller is still busy (checking the
+  // key, taking a quota slot): the request has then emitted 'close' already,
+  // and waiting for its body would wait forever.
+  if (req.destroyed) return Promise.reject(clientGone());
   let parser: busboy.Busboy;
   try {
     parser = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: LIMITS });
@@ -80,7 +88,9 @@ export function receiveFile(req: IncomingMessage, onFile: (filename: string, str
       handling.then(() => (req.socket.destroyed ? fail(clientGone()) : resolve()), fail);
     });
     req.on('close', () => {
-      if (!req.complete) fail(clientGone());
+      // Not only a body cut short: a complete one destroyed before it was
+      // read (its connection closed) will never reach the parser either.
+      if (!req.readableEnded) fail(clientGone());
     });
     req.on('error', fail);
     // Not stream.pipeline: on failure it would destroy the request, and with
