@@ -1,5 +1,6 @@
 import { once } from 'node:events';
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -26,7 +27,41 @@ export function createListener(handler: RequestListener, { headersSeconds, idleS
     keepAliveTimeout: 5000,
   }, handler);
   server.timeout = idleSeconds * 1000;
+  server.on('clientError', answerClientError);
   return server;
+}
+
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'The request headers are too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'The request headers took too long'],
+};
+
+/**
+ * Requests Node cannot parse never reach Koa; Node would answer them with a
+ * bare 400 and no body, even over the answer to a complete request still
+ * being prepared (junk after it in the same packet). Instead: a complete
+ * request keeps its answer, then the connection closes; a request whose own
+ * body is broken gets our JSON error shape (its handler sees the connection
+ * close and cleans up).
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // Node keeps the response being written on the socket; not public API, but stable since Node 0.x.
+  const inProgress = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  if (inProgress && !inProgress.writableEnded && inProgress.req.complete) {
+    inProgress.once('close', () => socket.destroy());
+    return;
+  }
+  if (!socket.writable || err.code === 'ECONNRESET' || inProgress?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'bad_request', 'The request could not be parsed'];
+  const body = JSON.stringify({ success: false, error: { code, message } });
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export async function listen(server: Server, port: number, host: string): Promise<string> {

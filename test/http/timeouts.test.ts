@@ -34,6 +34,21 @@ describe('listener timeouts (HEADERS_TIMEOUT=1, IDLE_TIMEOUT=2)', () => {
     expect(ms).to.be.below(4000);
   });
 
+  it('when a request cannot be parsed (headers too large, garbage), then the answer is our JSON error shape', async () => {
+    const big = await call(t.url('/healthz'), { headers: { 'X-Big': 'x'.repeat(20_000) } });
+    expect(big.status).to.equal(431);
+    expect(big.body).to.deep.equal({ success: false, error: { code: 'headers_too_large', message: 'The request headers are too large' } });
+    const raw = await new Promise<string>((resolve) => {
+      let text = '';
+      const socket = connect(port, '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+      socket.on('data', (d) => (text += d));
+      socket.on('close', () => resolve(text));
+      socket.on('error', () => resolve(text));
+    });
+    expect(raw).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(raw).to.include('{"success":false,"error":{"code":"bad_request"');
+  });
+
   it('when an upload body stalls, then the connection is dropped and nothing is stored', async () => {
     const { apiKey } = await t.account();
     const before = await t.objects();
