@@ -2,8 +2,9 @@ import { fileErrors } from './errors.js';
 
 const MAX_BYTES = 255;
 // C0 controls, DEL and C1 controls: never part of a name a person typed, and
-// CR/LF or NUL in a name are header- and path-injection tools.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+// CR/LF or NUL in a name are header- and path-injection tools. Bidirectional
+// controls too: with U+202E, "invoice\u202Egpj.exe" shows as "invoiceexe.jpg".
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 /**
  * The name a file is listed and downloaded under: the last path segment of

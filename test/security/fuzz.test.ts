@@ -231,7 +231,7 @@ const basename = (path: string) => {
 /** The server's filename rules (README, Decisions): the name kept, or undefined for a 400. */
 function keptName(raw: string): string | undefined {
   const name = (raw.split(/[/\\]/).pop() ?? '').normalize('NFC').replace(/^\ufeff+/, '');
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return undefined;
+  if (/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/.test(name)) return undefined;
   if (name === '' || name === '.' || name === '..' || Buffer.byteLength(name, 'utf8') > 255) return undefined;
   return name;
 }
