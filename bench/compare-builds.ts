@@ -1,0 +1,131 @@
+// Before/after numbers for a change to the server: runs two builds side by
+// side in one session, alternately, against the same s3rver, PostgreSQL
+// database and Redis, and prints medians and ratios.
+//
+//   cp -r dist prisma bench/data/before/          # before the change
+//   ...change src..., npm run build
+//   npx tsx bench/compare-builds.ts [--a bench/data/before] [--b .] [--reps 5]
+//       [--a-env '{"S3_PARTS_IN_FLIGHT":"1"}'] [--b-env '{...}']   (settings per side;
+//        REDIS_URL "" runs that side's limits in memory)
+//       [--upload 1024] [--download 1024] [--metadata /api/v1/files/{id}] [--seconds 10]
+//
+// Each build is a folder holding dist/ and prisma/ (the server finds its
+// migrations next to dist/). Only the parts asked for run: --upload (MiB,
+// S3), --download (MiB, whole, S3) and/or --metadata (a path; autocannon at
+// 50 connections).
+import { execFileSync } from 'node:child_process';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { auth, createDatabase, migrate, REDIS_URL, startDropstream, type Dropstream } from './lib/dropstream.js';
+import { alternate, median, round, watch } from './lib/measure.js';
+import { MiB, run, setLogDir } from './lib/proc.js';
+import { S3Admin } from './lib/s3.js';
+import { procScript, startS3rver } from './lib/servers.js';
+import { dropstreamParty } from './lib/uploads.js';
+
+const { values } = parseArgs({
+  options: {
+    a: { type: 'string', default: 'bench/data/before' },
+    b: { type: 'string', default: '.' },
+    'a-env': { type: 'string', default: '{}' },
+    'b-env': { type: 'string', default: '{}' },
+    reps: { type: 'string', default: '5' },
+    upload: { type: 'string' },
+    download: { type: 'string' },
+    metadata: { type: 'string' },
+    seconds: { type: 'string', default: '10' },
+  },
+});
+const reps = Number(values.reps);
+// The child scripts (clients, s3rver) run compiled, as in bench/run.ts.
+execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'bench/tsconfig.json']);
+const work = join('bench', 'data', 'compare');
+await rm(work, { recursive: true, force: true });
+await mkdir(join(work, 'logs'), { recursive: true });
+setLogDir(join(work, 'logs'));
+
+const entry = (dir: string) => (dir === '.' ? 'bin/dropstream.js' : join(dir, 'dist', 'cli', 'index.js'));
+const db = await createDatabase();
+const s3 = await startS3rver();
+const servers: Record<string, Dropstream> = {};
+try {
+  await migrate(db.url);
+  for (const [name, dir, env] of [['A', values.a!, values['a-env']!], ['B', values.b!, values['b-env']!]] as const) {
+    await mkdir(join(work, name), { recursive: true });
+    servers[name] = await startDropstream({
+      name: `dropstream-${name}`,
+      entry: entry(dir),
+      databaseUrl: db.url,
+      dataDir: join(work, name),
+      redisKeyPrefix: `dropstream-compare-${process.pid}-${name}`,
+      s3: { endpoint: s3.endpoint, bucket: 'dropstream' },
+      env: JSON.parse(env) as Record<string, string>,
+    });
+  }
+  console.log(`A = ${values.a} ${values['a-env']}, B = ${values.b} ${values['b-env']}; ${reps} runs each, alternating`);
+  const show = (what: string, key: string, res: Record<'A' | 'B', Record<string, number>[]>) => {
+    const a = median(res.A.map((s) => s[key]!));
+    const b = median(res.B.map((s) => s[key]!));
+    console.log(`${what} ${key}: A ${round(a, 1)}  B ${round(b, 1)}  B/A ${round(b / a, 2)}   (A ${res.A.map((s) => s[key]).join(', ')}; B ${res.B.map((s) => s[key]).join(', ')})`);
+  };
+
+  if (values.upload) {
+    const size = Number(values.upload) * MiB;
+    const parties = { A: dropstreamParty('A', servers.A!, s3.proc.pid), B: dropstreamParty('B', servers.B!, s3.proc.pid) };
+    await parties.A.upload(8 * MiB, 1);
+    await parties.B.upload(8 * MiB, 1);
+    const res = await alternate(['A', 'B'] as const, reps, async (side) => (await parties[side].upload(size, 1)) as unknown as Record<string, number>);
+    for (const key of ['mb_s', 'peak_rss_mib', 'party_cpu_pct', 's3rver_cpu_pct', 'other_cpu_pct']) show(`upload ${values.upload} MiB`, key, res);
+  }
+
+  if (values.download) {
+    const size = Number(values.download) * MiB;
+    const urls: Record<string, string> = {};
+    for (const side of ['A', 'B'] as const) {
+      const up = await run<{ uploads: { body: string }[] }>({ name: 'upload-client', args: [procScript('upload-client'), JSON.stringify({ mode: 'multipart', url: `${servers[side]!.url}/api/v1/files/upload`, headers: auth(servers[side]!), size, count: 1 })] });
+      urls[side] = `${servers[side]!.url}${new URL(JSON.parse(up.uploads[0]!.body).public_link).pathname}`;
+    }
+    const res = await alternate(['A', 'B'] as const, reps, async (side) => {
+      const { result, watch: w } = await watch({ server: servers[side]!.proc.pid, s3rver: s3.proc.pid }, () =>
+        run<{ bytes: number; wall: number }>({ name: 'download-client', args: [procScript('download-client'), JSON.stringify({ mode: 'http', url: urls[side] })] }),
+      );
+      if (result.bytes !== size) throw new Error(`${side}: downloaded ${result.bytes} bytes`);
+      return { mb_s: round(result.bytes / 1e6 / result.wall, 1), server_cpu_pct: w.cpuPct.server!, s3rver_cpu_pct: w.cpuPct.s3rver! };
+    });
+    for (const key of ['mb_s', 'server_cpu_pct', 's3rver_cpu_pct']) show(`download ${values.download} MiB`, key, res);
+  }
+
+  if (values.metadata) {
+    const path = values.metadata;
+    // {id} in the path becomes the side's first file (each side has an account of its own).
+    const paths: Record<string, string> = {};
+    for (const side of ['A', 'B'] as const) {
+      const seeded = await run<{ uploads: { body: string }[] }>({ name: 'upload-client', args: [procScript('upload-client'), JSON.stringify({ mode: 'multipart', url: `${servers[side]!.url}/api/v1/files/upload`, headers: auth(servers[side]!), size: 1024, count: 25 })] });
+      paths[side] = path.replace('{id}', String(Math.min(...seeded.uploads.map((u) => JSON.parse(u.body).file_id as number))));
+    }
+    const cannon = (side: 'A' | 'B', seconds: number) =>
+      run<{ requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number }>({
+        name: 'autocannon',
+        args: [procScript('load'), JSON.stringify({ url: `${servers[side]!.url}${paths[side]}`, connections: 50, seconds, headers: auth(servers[side]!) })],
+      });
+    await cannon('A', 2);
+    await cannon('B', 2);
+    const res = await alternate(['A', 'B'] as const, reps, async (side) => {
+      const r = await cannon(side, Number(values.seconds));
+      if (r.non2xx) throw new Error(`${side}: ${r.non2xx} non-2xx answers`);
+      return { req_s: Math.round(r.requests.average), p50_ms: r.latency.p50, p99_ms: r.latency.p99 };
+    });
+    for (const key of ['req_s', 'p50_ms', 'p99_ms']) show(`GET ${path}`, key, res);
+  }
+} finally {
+  await Promise.all(Object.values(servers).map((s) => s.proc.stop()));
+  new S3Admin(s3.endpoint).close();
+  await s3.proc.stop();
+  await db.drop();
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const keys = await redis.keys(`dropstream-compare-${process.pid}-*`).catch(() => [] as string[]);
+  if (keys.length) await redis.del(...keys).catch(() => {});
+  redis.disconnect();
+}

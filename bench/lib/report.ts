@@ -1,0 +1,180 @@
+// bench/results.json (everything, every sample) and bench/RESULTS.md (the
+// medians, the ratios and the targets of issue #6, in tables).
+import { readFile, writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { side, type Comparison } from './context.js';
+
+export interface Meta {
+  mode: string;
+  date: string;
+  duration_s: number;
+  machine: Awaited<ReturnType<typeof machineInfo>>;
+  command: string;
+  server_env: Record<string, string>;
+}
+
+export async function machineInfo() {
+  const release = await readFile('/etc/os-release', 'utf8').catch(() => '');
+  return {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    memory_gib: Number((totalmem() / 1024 ** 3).toFixed(1)),
+    os: /PRETTY_NAME="([^"]+)"/.exec(release)?.[1] ?? process.platform,
+    kernel: (await readFile('/proc/sys/kernel/osrelease', 'utf8').catch(() => '')).trim(),
+    node: process.version,
+  };
+}
+
+interface Target {
+  target: string;
+  measured: string;
+  met: boolean | null;
+}
+
+const find = (results: Comparison[], scenario: string, kase: string) => results.find((r) => r.scenario === scenario && r.case === kase);
+const oursMedian = (c: Comparison | undefined, key: string) => c?.sides[0]?.median[key];
+
+/** The targets of issue #6, checked against the medians (null: not measured in this mode). */
+export function targets(results: Comparison[]): Target[] {
+  const out: Target[] = [];
+  const uploads = results.filter((r) => r.scenario === 'uploads' && r.case.startsWith('s3'));
+  for (const c of uploads) {
+    const vsDirect = c.ratios['MB/s vs direct lib-storage'];
+    if (vsDirect !== undefined) out.push({ target: `upload ${c.case}: >= 0.8x direct lib-storage`, measured: `${vsDirect}x`, met: vsDirect >= 0.8 });
+    const peers = Object.entries(c.ratios).filter(([k]) => /tus|multer/.test(k));
+    if (peers.length) {
+      out.push({
+        target: `upload ${c.case}: faster than both peers`,
+        measured: peers.map(([k, v]) => `${v}x ${k.replace('MB/s vs ', '')}`).join(', '),
+        met: peers.every(([, v]) => v > 1),
+      });
+    }
+  }
+  const big = oursMedian(find(results, 'uploads', 's3, 5120 MiB'), 'peak_rss_mib');
+  const gib = oursMedian(find(results, 'uploads', 's3, 1024 MiB'), 'peak_rss_mib');
+  out.push({ target: 'peak RSS, one 5 GiB upload (S3): < 128 MiB', measured: big === undefined ? 'not run' : `${big} MiB`, met: big === undefined ? null : big < 128 });
+  out.push({
+    target: 'peak RSS, 5 GiB <= 1 GiB + 10 MiB',
+    measured: big === undefined || gib === undefined ? 'not run' : `${big} vs ${gib} MiB (+${(big - gib).toFixed(1)})`,
+    met: big === undefined || gib === undefined ? null : big - gib <= 10,
+  });
+  const c32 = oursMedian(find(results, 'concurrency', '32 x 64 MiB'), 'peak_rss_mib');
+  out.push({ target: 'peak RSS, 32 concurrent 64 MiB uploads: < 512 MiB', measured: c32 === undefined ? 'not run' : `${c32} MiB`, met: c32 === undefined ? null : c32 < 512 });
+  for (const c of results.filter((r) => r.scenario === 'downloads')) {
+    const v = Object.values(c.ratios)[0]!;
+    out.push({ target: `download ${c.case}: >= 0.9x direct GetObject`, measured: `${v}x`, met: v >= 0.9 });
+  }
+  for (const c of results.filter((r) => r.scenario === 'metadata')) {
+    const v = Object.values(c.ratios)[0]!;
+    const p99 = oursMedian(c, 'p99_ms')!;
+    out.push({ target: `${c.case}: >= 0.3x bare Koa`, measured: `${v}x`, met: v >= 0.3 });
+    out.push({ target: `${c.case}: p99 < 50 ms at 50 connections`, measured: `${p99} ms`, met: p99 < 50 });
+  }
+  return out;
+}
+
+const COLUMNS: Record<string, string> = {
+  mb_s: 'MB/s',
+  seconds: 's',
+  peak_rss_mib: 'peak RSS MiB',
+  party_cpu_pct: 'CPU %',
+  server_peak_rss_mib: 'server peak RSS MiB',
+  server_cpu_pct: 'server CPU %',
+  s3rver_cpu_pct: 's3rver CPU %',
+  client_cpu_pct: 'client CPU %',
+  postgres_cpu_pct: 'PostgreSQL CPU %',
+  redis_cpu_pct: 'Redis CPU %',
+  autocannon_cpu_pct: 'autocannon CPU %',
+  machine_cpu_pct: 'machine CPU %',
+  other_cpu_pct: 'other CPU %',
+  median_ms: 'median ms',
+  one_gib_mb_s: '1 GiB MB/s',
+  one_gib_peak_rss_mib: '1 GiB peak RSS MiB',
+  c32_mb_s: '32 x 64 MiB MB/s',
+  c32_peak_rss_mib: '32 x 64 MiB peak RSS MiB',
+  idle_peak_rss_mib: 'peak RSS after start MiB',
+  req_s: 'req/s',
+  p50_ms: 'p50 ms',
+  p99_ms: 'p99 ms',
+};
+
+function table(comparisons: Comparison[]): string[] {
+  if (!comparisons.length) return ['Not run in this mode.', ''];
+  const keys = Object.keys(comparisons[0]!.sides[0]!.median);
+  const lines = [
+    `| case | party | ${keys.map((k) => COLUMNS[k] ?? k).join(' | ')} | ratio (median) | runs |`,
+    `|---|---|${keys.map(() => '---:').join('|')}|---|---:|`,
+  ];
+  for (const c of comparisons) {
+    c.sides.forEach((s, i) => {
+      const r = i === 0 ? '' : Object.entries(c.ratios).find(([k]) => k.endsWith(s.label));
+      const ratioText = r ? `ours ${r[1]}x` : '';
+      lines.push(`| ${i === 0 ? c.case : ''} | ${s.label} | ${keys.map((k) => s.median[k] ?? '').join(' | ')} | ${ratioText} | ${c.reps} |`);
+    });
+  }
+  return [...lines, ''];
+}
+
+const SECTIONS: [Comparison['scenario'], string, string][] = [
+  ['uploads', 'Uploads, one at a time', 'Our server (`node bin/dropstream.js serve`, PostgreSQL, Redis) against the limit (direct lib-storage into the same s3rver with the same 8 MiB parts, 2 in flight / a bare Node process piping to a file) and the peers. Peak RSS is the party\'s own process (server, or the direct uploader). CPU % is of one core; machine CPU % is of both cores (100 = saturated).'],
+  ['concurrency', 'Concurrent 64 MiB uploads (S3)', 'Total MB/s over all uploads; peak RSS of the server (ours) or of the one uploading process (direct).'],
+  ['downloads', 'Downloads (S3)', 'Our public link against a GetObject of the same key straight from s3rver; both read by a client process that discards the bytes.'],
+  ['knobs', 'Memory knobs (our server alone, one run each)', 'Peak RSS and throughput of one 1 GiB upload and of 32 simultaneous 64 MiB uploads under other settings. Part buffers per upload are (S3_PARTS_IN_FLIGHT + 1) x S3_PART_SIZE; `--max-semi-space-size=1` (V8 flag, via NODE_OPTIONS) makes V8 collect the 64 KiB socket reads sooner.'],
+  ['metadata', 'Metadata endpoints (autocannon, 50 connections)', 'Our server with PostgreSQL and Redis (rate limits counted in Redis on every request, one log line per request) against a bare Koa app answering the same JSON from memory.'],
+];
+
+export function markdown(meta: Meta, results: Comparison[]): string {
+  const m = meta.machine;
+  const lines = [
+    '# Benchmark results',
+    '',
+    `Written by \`${meta.command}\` (${meta.mode} mode) on ${meta.date}, in ${Math.round(meta.duration_s / 60)} min.`,
+    '',
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memory_gib} GiB RAM, ${m.os}, Linux ${m.kernel}; Node ${m.node}.`,
+    `Server settings: defaults (8 MiB parts, 2 in flight, UPLOAD_CONCURRENCY 32) with MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_=131072${Object.keys(meta.server_env).length ? `; overrides: ${Object.entries(meta.server_env).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}.`,
+    '',
+    `**Two cores are shared** by s3rver (single-threaded, the slowest party in every S3 run), the server under test and the client;`,
+    'the CPU columns show who was busy. Every party runs in its own process; peak RSS is the kernel\'s VmHWM of that process, reset',
+    '(`/proc/<pid>/clear_refs`) before each run. Each comparison runs its sides alternately in the same session, rotating which goes',
+    'first; the tables show medians and the ratio of medians. MB/s is 10^6 bytes per second.',
+    '',
+    '## Targets (issue #6)',
+    '',
+    '| target | measured | met |',
+    '|---|---|---|',
+    ...targets(results).map((t) => `| ${t.target} | ${t.measured} | ${t.met === null ? '-' : t.met ? 'yes' : '**no**'} |`),
+    '',
+  ];
+  for (const [scenario, title, about] of SECTIONS) {
+    lines.push(`## ${title}`, '', about, '', ...table(results.filter((r) => r.scenario === scenario)));
+    for (const c of results.filter((r) => r.scenario === scenario && r.notes?.length)) lines.push(...c.notes!.map((n) => `- ${c.case}: ${n}`), '');
+  }
+  lines.push('Every sample is in `bench/results.json`. Reproduce with `npm run bench` (about 20 minutes) or `npm run bench -- --quick` (about 2).', '');
+  return lines.join('\n');
+}
+
+/** Writes results.json and RESULTS.md into `dir`; returns their paths. */
+export async function writeReport(meta: Meta, results: Comparison[], dir: string): Promise<string[]> {
+  const json = join(dir, 'results.json');
+  const md = join(dir, 'RESULTS.md');
+  await writeFile(json, `${JSON.stringify({ ...meta, targets: targets(results), comparisons: results }, null, 2)}\n`);
+  await writeFile(md, markdown(meta, results));
+  return [json, md];
+}
+
+/**
+ * `npx tsx bench/lib/report.ts [dir]` rewrites RESULTS.md from results.json
+ * (after a change to the tables). Runs from before negative group CPU was
+ * clamped in measure.ts get it clamped here too: a group of processes loses
+ * the CPU time of members that exit mid-run, so its difference can go below 0.
+ */
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const dir = process.argv[2] ?? 'bench';
+  const saved = JSON.parse(await readFile(join(dir, 'results.json'), 'utf8')) as Meta & { comparisons: Comparison[] };
+  const { comparisons, ...meta } = saved;
+  for (const c of comparisons) {
+    c.sides = c.sides.map((s) => side(s.label, s.samples.map((x) => Object.fromEntries(Object.entries(x).map(([k, v]) => [k, k.endsWith('_cpu_pct') ? Math.max(0, v) : v])))));
+  }
+  console.log(await writeReport(meta as Meta, comparisons, dir));
+}

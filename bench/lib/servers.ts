@@ -1,0 +1,38 @@
+// The other long-running parties: s3rver, the two peers and the bare Koa
+// handler, each a compiled script from bench/procs run by plain `node` with
+// the same allocator settings as our server, so no party gets a different
+// malloc than another.
+import { join } from 'node:path';
+import { cleanEnv, MALLOC_ENV } from './dropstream.js';
+import { start, type Proc } from './proc.js';
+
+/** Where `tsc -p bench` puts the compiled child scripts. */
+export const PROCS = join('bench', 'data', 'dist', 'bench', 'procs');
+export const procScript = (name: string) => join(PROCS, `${name}.js`);
+
+const env = (extra: Record<string, string> = {}) => ({ ...MALLOC_ENV, ...cleanEnv(), ...extra });
+
+export interface Running {
+  proc: Proc;
+  url: string;
+  startupPeakRss: number;
+}
+
+async function startServer(name: string, script: string, args: string[], extraEnv?: Record<string, string>): Promise<Running> {
+  const { proc, ready } = await start({ name, args: [procScript(script), ...args], env: env(extraEnv), ready: (l) => typeof l.url === 'string' });
+  return { proc, url: String(ready.url), startupPeakRss: await proc.peakRss() };
+}
+
+export async function startS3rver(): Promise<{ proc: Proc; endpoint: string; directory: string }> {
+  const { proc, ready } = await start({ name: 's3rver', args: [procScript('s3rver')], env: env(), ready: (l) => typeof l.endpoint === 'string' });
+  return { proc, endpoint: String(ready.endpoint), directory: String(ready.directory) };
+}
+
+/** tus-node-server; its part files go to `tmpDir`. */
+export const startTus = (endpoint: string, bucket: string, tmpDir: string) =>
+  startServer('tus-server', 'tus-server', [JSON.stringify({ endpoint, bucket, partSize: 8 * 1024 * 1024 })], { TMPDIR: tmpDir });
+
+export const startMulter = (endpoint: string, bucket: string) => startServer('multer-server', 'multer-server', [JSON.stringify({ endpoint, bucket })]);
+
+/** The bare Koa handler serving canned responses (a JSON file of url -> body). */
+export const startBareKoa = (responsesFile: string) => startServer('bare-koa', 'bare-koa', [responsesFile]);

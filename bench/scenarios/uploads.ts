@@ -1,0 +1,88 @@
+// Scenario 1: one upload at a time of 64 MiB, 1 GiB and 5 GiB.
+//   S3:    our service, the direct lib-storage upload (the limit),
+//          tus-node-server and Express + multer-s3, all on the same s3rver.
+//   local: our service, and a bare Node process piping to a file (the limit).
+// Servers start once; a small upload warms each one up (JIT, connection
+// pools) before anything is measured, and VmHWM is reset before every run.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
+import { alternate } from '../lib/measure.js';
+import { MiB } from '../lib/proc.js';
+import { startMulter, startTus } from '../lib/servers.js';
+import { directFileParty, directS3Party, dropstreamParty, multerParty, tusParty, type UploadParty, type UploadSample } from '../lib/uploads.js';
+
+const OURS = 'dropstream';
+const DIRECT_S3 = 'direct lib-storage';
+const TUS = 'tus-node-server';
+const MULTER = 'Express + multer-s3';
+const DIRECT_FILE = 'bare Node to file';
+
+export function uploadSizes(b: Bench): number[] {
+  if (b.sizes) return b.sizes;
+  return (b.quick ? [64] : [64, 1024, 5120]).map((m) => m * MiB);
+}
+
+function repsFor(b: Bench, size: number): number {
+  if (b.reps) return b.reps;
+  if (b.quick) return 2;
+  return size <= 64 * MiB ? 5 : size <= 1024 * MiB ? 3 : 1;
+}
+
+async function compare(b: Bench, store: string, all: UploadParty[], idle: Record<string, number>, log: (s: string) => void): Promise<Comparison[]> {
+  const parties = all.filter((p, i) => i === 0 || !b.parties || b.parties.some((name) => p.label.startsWith(name)));
+  for (const p of parties) await p.upload(8 * MiB, 1); // warm-up, not measured
+  const out: Comparison[] = [];
+  for (const size of uploadSizes(b)) {
+    const reps = repsFor(b, size);
+    const results = await alternate(parties.map((p) => p.label), reps, async (label, rep) => {
+      const s = await parties.find((p) => p.label === label)!.upload(size, 1);
+      log(`  ${store} ${size / MiB} MiB #${rep + 1} ${label}: ${s.mb_s} MB/s, peak RSS ${s.peak_rss_mib} MiB, cpu ${s.party_cpu_pct}%${store === 's3' ? `, s3rver ${s.s3rver_cpu_pct}%` : ''}`);
+      return s as unknown as Record<string, number>;
+    });
+    const sides = parties.map((p) => side(p.label, results[p.label]!));
+    const ours = sides[0]!.median as unknown as UploadSample;
+    const ratios: Record<string, number> = {};
+    for (const other of sides.slice(1)) ratios[`MB/s vs ${other.label}`] = ratio(ours.mb_s, other.median.mb_s!);
+    const notes = [`peak RSS right after start, before any request: ${Object.entries(idle).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ')}`];
+    out.push({ scenario: 'uploads', case: `${store}, ${size / MiB} MiB`, reps, sides, ratios, ...(out.length ? {} : { notes }) });
+  }
+  return out;
+}
+
+export async function uploads(b: Bench, log: (s: string) => void): Promise<Comparison[]> {
+  const results: Comparison[] = [];
+  const ctx = b.s3;
+  for (const bucket of ['direct', 'tus', 'multer']) await ctx.admin.createBucket(bucket);
+  const tusTmp = join(b.workDir, 'tus-tmp');
+  await mkdir(tusTmp, { recursive: true });
+
+  const ours = await startOurs(b, 'uploads', 's3');
+  const tus = await startTus(ctx.endpoint, 'tus', tusTmp);
+  const multer = await startMulter(ctx.endpoint, 'multer');
+  try {
+    const idle = { [OURS]: ours.startupPeakRss, [TUS]: tus.startupPeakRss, [MULTER]: multer.startupPeakRss };
+    log(`S3 uploads (peak RSS after start: ${Object.entries(idle).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ')})`);
+    results.push(
+      ...(await compare(b, 's3', [
+        dropstreamParty(OURS, ours, ctx.s3rverPid),
+        directS3Party(DIRECT_S3, ctx, 'direct', b.partSize, b.partsInFlight),
+        tusParty(TUS, tus, ctx, 'tus'),
+        multerParty(MULTER, multer, ctx, 'multer'),
+      ], idle, log)),
+    );
+  } finally {
+    await Promise.all([ours.proc.stop(), tus.proc.stop(), multer.proc.stop()]);
+  }
+
+  const local = await startOurs(b, 'uploads', 'local');
+  const fileDir = join(b.workDir, 'direct-file');
+  await mkdir(fileDir, { recursive: true });
+  try {
+    log('local uploads');
+    results.push(...(await compare(b, 'local', [dropstreamParty(OURS, local), directFileParty(DIRECT_FILE, fileDir)], { [OURS]: local.startupPeakRss }, log)));
+  } finally {
+    await local.proc.stop();
+  }
+  return results;
+}
