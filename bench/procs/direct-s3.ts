@@ -2,6 +2,7 @@
 // @aws-sdk/lib-storage, no service in between. Generates the bytes itself
 // (as fast as lib-storage takes them) and uploads `count` objects at once.
 //   node direct-s3.js '{"endpoint","bucket","prefix","size","count","partSize","queueSize"}'
+import { s3rverClientConfig } from '../lib/s3-config.js';
 import { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { payload, selfAccounting } from '../lib/bytes.js';
@@ -16,14 +17,7 @@ const spec = JSON.parse(process.argv[2]!) as {
   queueSize: number;
 };
 // The same client settings as the service's S3 store (src/storage/s3.ts).
-const client = new S3Client({
-  endpoint: spec.endpoint,
-  region: 'us-east-1',
-  credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  forcePathStyle: true,
-  requestChecksumCalculation: 'WHEN_REQUIRED',
-  responseChecksumValidation: 'WHEN_REQUIRED',
-});
+const client = new S3Client(s3rverClientConfig(spec.endpoint));
 
 const cpu = process.cpuUsage();
 const started = process.hrtime.bigint();

@@ -8,6 +8,7 @@ import { Agent, get } from 'node:http';
 import type { Readable } from 'node:stream';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { selfAccounting } from '../lib/bytes.js';
+import { s3rverClientConfig } from '../lib/s3-config.js';
 
 interface Spec {
   mode: 'http' | 's3';
@@ -37,14 +38,7 @@ function httpGet(range?: [number, number]): Promise<{ status: number; bytes: num
 }
 
 const s3 = spec.mode === 's3'
-  ? new S3Client({
-      endpoint: spec.endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-      forcePathStyle: true,
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    })
+  ? new S3Client(s3rverClientConfig(spec.endpoint!))
   : undefined;
 async function s3Get(range?: [number, number]): Promise<{ status: number; bytes: number }> {
   const res = await s3!.send(

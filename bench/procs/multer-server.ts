@@ -5,20 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { s3rverClientConfig } from '../lib/s3-config.js';
 import { S3Client } from '@aws-sdk/client-s3';
 import express from 'express';
 import multer from 'multer';
 import multerS3 from 'multer-s3';
 
 const spec = JSON.parse(process.argv[2]!) as { endpoint: string; bucket: string };
-const s3 = new S3Client({
-  endpoint: spec.endpoint,
-  region: 'us-east-1',
-  credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  forcePathStyle: true,
-  requestChecksumCalculation: 'WHEN_REQUIRED',
-  responseChecksumValidation: 'WHEN_REQUIRED',
-});
+const s3 = new S3Client(s3rverClientConfig(spec.endpoint));
 const upload = multer({ storage: multerS3({ s3, bucket: spec.bucket, key: (_req, _file, cb) => cb(null, randomUUID()) }) });
 const app = express();
 app.post('/upload', upload.single('file'), (req, res) => {

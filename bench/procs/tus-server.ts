@@ -6,6 +6,7 @@
 // setting. It buffers each part in a temporary file (TMPDIR).
 //   node tus-server.js '{"endpoint","bucket","partSize"}'  -> {"url"}
 import { createServer } from 'node:http';
+import { s3rverClientConfig } from '../lib/s3-config.js';
 import type { AddressInfo } from 'node:net';
 import { S3Store } from '@tus/s3-store';
 import { Server } from '@tus/server';
@@ -15,15 +16,7 @@ const tus = new Server({
   path: '/files',
   datastore: new S3Store({
     partSize: spec.partSize,
-    s3ClientConfig: {
-      bucket: spec.bucket,
-      endpoint: spec.endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-      forcePathStyle: true,
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    },
+    s3ClientConfig: { bucket: spec.bucket, ...s3rverClientConfig(spec.endpoint) },
   }),
 });
 // No whole-request limit (Node's default cuts requests at 300 s), as in ours.

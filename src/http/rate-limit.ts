@@ -1,11 +1,24 @@
-import type { Context, Middleware } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import { AppError } from '../errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { LimitDecision, RequestLimits, WindowState } from '../limits/request-limits.js';
 import type { Metrics } from '../metrics.js';
 import type { AuthState } from './auth.js';
 
-const statusOf = (err: unknown) => (err instanceof AppError ? err.status : 500);
+
+/** Runs the rest of the chain, then `after` with the status the response gets (a thrown AppError's, or 500). */
+async function nextThen(ctx: Context, next: Next, after: (status: number) => Promise<void>): Promise<void> {
+  let status = 500;
+  try {
+    await next();
+    status = ctx.status;
+  } catch (err) {
+    status = err instanceof AppError ? err.status : 500;
+    throw err;
+  } finally {
+    await after(status);
+  }
+}
 
 /** The window a client should watch: the one that refused, else the one closest to refusing. */
 function binding({ refusedBy, minute, day }: LimitDecision): WindowState {
@@ -43,16 +56,9 @@ export function limitRequests(limits: RequestLimits, metrics?: Metrics): Middlew
         'Retry-After': String(window.resetSeconds),
       });
     }
-    let status = 500;
-    try {
-      await next();
-      status = ctx.status;
-    } catch (err) {
-      status = statusOf(err);
-      throw err;
-    } finally {
+    await nextThen(ctx, next, async (status) => {
       if (status === 403) await limits.refund(accountId).catch(() => {});
-    }
+    });
   };
 }
 
@@ -69,15 +75,8 @@ export function limitFailures(limits: FailureLimits, failingStatus: number, metr
         'Retry-After': String(wait),
       });
     }
-    let status = 500;
-    try {
-      await next();
-      status = ctx.status;
-    } catch (err) {
-      status = statusOf(err);
-      throw err;
-    } finally {
+    await nextThen(ctx, next, async (status) => {
       if (status === failingStatus) await limits.record(ctx.ip).catch(() => {});
-    }
+    });
   };
 }
