@@ -9,6 +9,7 @@ import type { FileService } from '../files/service.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { ByteRange, ObjectStore } from '../storage/object-store.js';
 import type { Metrics } from '../metrics.js';
+import { exactBody } from './download-body.js';
 import { limitFailures } from './rate-limit.js';
 
 export interface DownloadDeps {
@@ -90,11 +91,13 @@ export function downloadRoutes({ files, store, tokenFailures, metrics, onCountEr
     ctx.length = range ? range.end - range.start + 1 : file.size;
     if (ctx.method === 'HEAD') return;
 
-    ctx.body = await store.get(file.storageKey, range);
     const length = ctx.length;
+    ctx.body = exactBody(await store.get(file.storageKey, range), length);
     const whole = !range || (range.start === 0 && range.end === file.size - 1);
-    // 'finish' means every byte was handed to the connection; a client that
-    // hangs up first causes 'close' alone, and is not counted.
+    // 'finish' means every byte, the last included, was accepted by the
+    // connection without an error; a client that hangs up first causes
+    // 'close' alone, and is not counted. exactBody makes sure 'finish' is not
+    // left waiting on the store's stream (see there).
     ctx.res.once('finish', () => {
       metrics?.downloadedBytes.inc(length);
       if (whole) files.countDownload(file.id).catch(onCountError);

@@ -1,0 +1,30 @@
+// A pino logger whose lines the test can read: what an operator would see on stdout.
+import { pino, type Logger, type LevelWithSilent } from 'pino';
+
+export interface LogLine {
+  level: number;
+  msg?: string;
+  [field: string]: unknown;
+}
+
+export interface CapturedLog {
+  logger: Logger;
+  /** Every line so far, parsed. */
+  lines: LogLine[];
+  /** Every line so far, as written. */
+  raw: string[];
+  /** The request log lines (msg "request"). */
+  requests(): LogLine[];
+}
+
+export function captureLog(level: LevelWithSilent = 'info'): CapturedLog {
+  const lines: LogLine[] = [];
+  const raw: string[] = [];
+  const logger = pino({ level, base: undefined }, {
+    write(line: string) {
+      raw.push(line);
+      lines.push(JSON.parse(line) as LogLine);
+    },
+  });
+  return { logger, lines, raw, requests: () => lines.filter((l) => l.msg === 'request') };
+}
