@@ -311,6 +311,10 @@ describe('dropstream serve', () => {
     expect(signal, 'signal').to.equal(null);
     expect(code, 'exit code').to.equal(0);
     expect(serve.logs.some((line) => line.msg === 'shutting down' && line.signal === 'SIGTERM')).to.equal(true);
+    // The log is written asynchronously; shutdown flushes it, so nothing is lost.
+    const routes = serve.logs.filter((line) => line.msg === 'request').map((line) => `${line.route} ${line.status}`);
+    expect(routes).to.include.members(['/api/v1/files/upload 201', '/download/:token 200']);
+    expect(serve.logs.at(-1)?.msg).to.equal('stopped');
     expect(serve.stderr()).to.equal('');
   });
 

@@ -1,5 +1,7 @@
-// A pino logger whose lines the test can read: what an operator would see on stdout.
-import { pino, type Logger, type LevelWithSilent } from 'pino';
+// The server's own logger (createLogger) writing into memory, so a test
+// reads exactly the lines an operator would see on stdout.
+import type { LevelWithSilent, Logger } from 'pino';
+import { createLogger } from '../../src/server.js';
 
 export interface LogLine {
   level: number;
@@ -20,7 +22,7 @@ export interface CapturedLog {
 export function captureLog(level: LevelWithSilent = 'info'): CapturedLog {
   const lines: LogLine[] = [];
   const raw: string[] = [];
-  const logger = pino({ level, base: undefined }, {
+  const logger = createLogger(level, 'json', {
     write(line: string) {
       raw.push(line);
       lines.push(JSON.parse(line) as LogLine);

@@ -1,0 +1,154 @@
+// The request log as an operator reads it: one line per request, with the
+// bytes that really crossed the connection, health probes kept out of the
+// info level, hang-ups as one quiet line, and no secret on any line.
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { expect } from 'chai';
+import { call, upload, uploadFile } from '../helpers/client.js';
+import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
+import { BOUNDARY, multipartBody, multipartType } from '../helpers/multipart.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function eventually<T>(read: () => T, done: (value: T) => boolean, ms = 3000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let value = read();
+  while (!done(value) && Date.now() < deadline) {
+    await sleep(20);
+    value = read();
+  }
+  return value;
+}
+
+describe('request log', () => {
+  let t: TestServer;
+  let log: CapturedLog;
+  let key: string;
+
+  before(async () => {
+    log = captureLog('info');
+    t = await startTestServer('pglite', {}, log.logger);
+    ({ apiKey: key } = await t.account());
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  /** The request line of the request that sent this X-Request-Id. */
+  const lineOf = (id: string) => eventually(() => log.requests().find((l) => l.req_id === id), (l) => l !== undefined);
+
+  it('when a 48,213-byte file is uploaded, then bytes_in counts the whole request (headers and body), not 0', async () => {
+    const body = multipartBody([{ name: 'file', filename: 'report.pdf', content: randomBytes(48_213) }]);
+    const res = await call(t.url('/api/v1/files/upload'), {
+      method: 'POST',
+      key,
+      headers: { 'Content-Type': multipartType(), 'X-Request-Id': 'upload-48213' },
+      body,
+    });
+    expect(res.status).to.equal(201);
+    const line = (await lineOf('upload-48213'))!;
+    expect(line.status).to.equal(201);
+    // The body plus a few hundred bytes of request line and headers.
+    expect(line.bytes_in).to.be.within(body.length, body.length + 1024);
+    expect(line.bytes_out).to.be.within(res.text.length, res.text.length + 1024);
+  });
+
+  it('when several requests share one keep-alive connection, then each line counts only its own bytes', async () => {
+    const agentless = (id: string, path: string) =>
+      call(t.url(path), { key, headers: { 'X-Request-Id': id } });
+    // fetch keeps its connections alive: these run one after another on one socket.
+    await agentless('keepalive-1', '/api/v1/stats');
+    await agentless('keepalive-2', '/api/v1/stats');
+    const [first, second] = [(await lineOf('keepalive-1'))!, (await lineOf('keepalive-2'))!];
+    for (const line of [first, second]) {
+      expect(line.bytes_in).to.be.within(100, 1024);
+      expect(line.bytes_out).to.be.within(100, 2048);
+    }
+  });
+
+  it('when the health probes are called, then they write no info line (they do at debug)', async () => {
+    const before = log.lines.length;
+    expect((await call(t.url('/healthz'), { headers: { 'X-Request-Id': 'probe-1' } })).status).to.equal(200);
+    expect((await call(t.url('/readyz'), { headers: { 'X-Request-Id': 'probe-2' } })).status).to.equal(200);
+    expect((await call(t.url('/api/v1/stats'), { key, headers: { 'X-Request-Id': 'after-probes' } })).status).to.equal(200);
+    await lineOf('after-probes');
+    expect(log.lines.slice(before).map((l) => l.req_id)).to.deep.equal(['after-probes']);
+
+    const debug = captureLog('debug');
+    const t2 = await startTestServer('pglite', {}, debug.logger);
+    try {
+      await call(t2.url('/healthz'), { headers: { 'X-Request-Id': 'probe-debug' } });
+      const line = await eventually(() => debug.requests().find((l) => l.req_id === 'probe-debug'), (l) => l !== undefined);
+      expect(line).to.include({ level: 20, route: '/healthz', status: 200 });
+    } finally {
+      await t2.close();
+    }
+  });
+
+  it('when a client hangs up mid-upload, then one info line with status 499 and nothing at warn or above, no stack', async () => {
+    const before = log.lines.length;
+    await new Promise<void>((resolve) => {
+      const req = request(t.url('/api/v1/files/upload'), {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': multipartType(), 'X-Request-Id': 'hang-up' },
+      });
+      req.on('error', () => resolve());
+      req.write(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="cut.bin"\r\n\r\n`);
+      req.write(randomBytes(200_000), () => setTimeout(() => req.destroy(), 100));
+      req.on('close', () => resolve());
+    });
+    const line = (await lineOf('hang-up'))!;
+    await sleep(200);
+    const lines = log.lines.slice(before);
+    expect(line).to.include({ level: 30, status: 499 });
+    expect(lines.filter((l) => l.level >= 40), 'lines at warn or above').to.deep.equal([]);
+    expect(log.raw.slice(before).join('')).to.not.include('stack');
+  });
+
+  it('when a complete download is logged, then its status is 200 and bytes_out covers the body', async () => {
+    const up = await uploadFile(t.server.url, key, 'logged.bin', randomBytes(100_000));
+    const res = await fetch(t.url(up.body.public_link), { headers: { 'X-Request-Id': 'download-ok' } });
+    expect((await res.arrayBuffer()).byteLength).to.equal(100_000);
+    const line = (await lineOf('download-ok'))!;
+    expect(line).to.include({ route: '/download/:token', status: 200 });
+    expect(line.bytes_out).to.be.within(100_000, 101_024);
+  });
+});
+
+describe('request log: no secret on any line, at trace level', () => {
+  let t: TestServer;
+  let log: CapturedLog;
+
+  before(async () => {
+    log = captureLog('trace');
+    t = await startTestServer('pglite', {}, log.logger);
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  it('when keys, link tokens and the admin token are used, refused and rotated, then none of them, nor Authorization, is in the log', async () => {
+    const { accountId, apiKey } = await t.account();
+    const secrets: string[] = [apiKey, t.server.adminToken];
+    const up = await uploadFile(t.server.url, apiKey, 'secret.txt', 'content');
+    const token = up.body.public_link.split('/').pop()!;
+    secrets.push(token);
+    await (await fetch(t.url(up.body.public_link))).arrayBuffer();
+    await (await fetch(t.url(`/download/${token}x`))).arrayBuffer();
+    await call(t.url('/api/v1/stats'), { key: `${apiKey}x` });
+    await call(t.url('/api/v1/stats'), { headers: { Authorization: `Basic ${Buffer.from(`u:${apiKey}`).toString('base64')}` } });
+    await call(t.url(`/api/v1/files?page=${apiKey}`), { key: apiKey });
+    await upload(t.server.url, apiKey, [{ name: `field-${apiKey}`, content: apiKey }]);
+    const rotated = await t.admin('POST', `/admin/accounts/${accountId}/keys`);
+    secrets.push(rotated.api_key);
+    await call(`${t.server.adminUrl}/admin/plans`, { key: `${t.server.adminToken}x` });
+    await sleep(200);
+
+    const text = log.raw.join('');
+    expect(log.requests().length).to.be.at.least(9);
+    for (const secret of secrets) expect(text).to.not.include(secret);
+    expect(text.toLowerCase()).to.not.include('authorization');
+    expect(text.toLowerCase()).to.not.include('bearer');
+  });
+});
