@@ -12,8 +12,8 @@ import { adminRoutes } from './http/admin-routes.js';
 import { apiRoutes } from './http/api-routes.js';
 import { downloadRoutes } from './http/download-route.js';
 import { docsRoutes } from './http/docs-routes.js';
-import { errorResponses } from './http/errors.js';
-import { healthRoutes } from './http/health-routes.js';
+import { errorResponses, lateErrors } from './http/errors.js';
+import { HEALTH_PATHS, healthRoutes } from './http/health-routes.js';
 import { requestLog } from './http/request-log.js';
 import type { FailureLimits } from './limits/failure-limits.js';
 import type { RequestLimits } from './limits/request-limits.js';
@@ -50,10 +50,12 @@ export interface Readiness {
 export function createApp(deps: AppDeps): Koa {
   const { accounts, files, store, uploadGate, requestLimits, authFailures, tokenFailures, metrics, logger, publicUrl } = deps;
   const app = new Koa({ proxy: deps.trustProxy ?? false });
-  app.silent = true; // errors are logged by errorResponses, once
+  // Errors before the headers are answered and logged by errorResponses;
+  // the ones after (a download's store stream failing) arrive here.
+  app.on('error', lateErrors(logger, metrics));
   const api = apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, metrics, publicUrl });
   const downloads = downloadRoutes({ files, store, tokenFailures, metrics, onCountError: (err) => logger.error({ err }, 'download count failed') });
-  app.use(requestLog(logger, metrics));
+  app.use(requestLog(logger, metrics, { quietRoutes: HEALTH_PATHS }));
   app.use(errorResponses(logger, metrics));
   if (deps.corsOrigins?.length) app.use(corsFor(deps.corsOrigins));
   app.use(api.routes()).use(api.allowedMethods());
@@ -91,7 +93,7 @@ export interface AdminAppDeps {
 /** The admin listener: provisioning of accounts, keys and plans. Does not listen. */
 export function createAdminApp({ accounts, plans, logger, adminToken, metrics, sweep }: AdminAppDeps): Koa {
   const app = new Koa();
-  app.silent = true;
+  app.on('error', lateErrors(logger));
   const admin = adminRoutes({ accounts, plans, adminToken, metrics, sweep });
   app.use(requestLog(logger));
   app.use(errorResponses(logger));

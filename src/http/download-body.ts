@@ -22,7 +22,7 @@ import { ObjectStoreError } from '../storage/object-store.js';
  */
 export function exactBody(source: Readable, length: number): Readable {
   let passed = 0;
-  let sourceError: unknown;
+  let sourceFailed = false;
   const body = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       const room = length - passed;
@@ -38,11 +38,14 @@ export function exactBody(source: Readable, length: number): Readable {
     },
     destroy(err, done) {
       // The store's own failure is named as one; the response's (a client that left) is passed on as it is.
-      done(err && err === sourceError ? new ObjectStoreError('reading from the object store failed', { cause: err }) : err);
+      done(err && sourceFailed && !(err instanceof ObjectStoreError) ? new ObjectStoreError('reading from the object store failed', { cause: err }) : err);
     },
   });
-  // Registered before pipeline's own listener, so the error is known as the store's when pipeline hands it to `body`.
-  source.once('error', (err) => (sourceError = err));
+  // Registered before pipeline's own listeners, so when pipeline fails
+  // `body` because of the store's stream (an error, or a close before its
+  // end), the failure is known to be the store's.
+  source.once('error', () => (sourceFailed = true));
+  source.once('close', () => (sourceFailed ||= !source.readableEnded));
   pipeline(source, body, () => {});
   return body;
 }

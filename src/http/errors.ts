@@ -4,6 +4,7 @@ import type { Metrics } from '../metrics.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { AppError } from '../errors.js';
 import { ObjectNotFoundError, ObjectStoreError } from '../storage/object-store.js';
+import { recordFailure, requestIdOf, routeOf } from './request-log.js';
 
 const KEEP_ON_ERROR = /^(x-request-id|x-ratelimit-|ratelimit)/i;
 
@@ -64,6 +65,8 @@ export function errorResponses(logger: Logger, metrics?: Metrics): Middleware {
       await next();
       if (ctx.body === undefined && ctx.status === 404) throw new AppError(404, 'not_found', 'No such route');
       if (ctx.body === undefined && ctx.status === 405) throw new AppError(405, 'method_not_allowed', 'Method not allowed', { Allow: String(ctx.response.get('Allow')) });
+      // Methods no route knows (TRACE, PROPFIND, MKCOL, ...): the router sets 501 and no body.
+      if (ctx.body === undefined && ctx.status === 501) throw new AppError(501, 'not_implemented', `The method ${ctx.method} is not supported`);
     } catch (err) {
       if (err instanceof ObjectStoreError) {
         metrics?.storeErrors.inc();
@@ -83,5 +86,33 @@ export function errorResponses(logger: Logger, metrics?: Metrics): Middleware {
       ctx.body = { success: false, error: { code: error.code, message: error.message } };
       if (!ctx.req.complete) closeUnreadRequest(ctx);
     }
+  };
+}
+
+/** Error codes that mean the client's connection went away: routine, and already logged as 499. */
+const CLIENT_GONE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED']);
+
+const isClientGone = (err: unknown) => CLIENT_GONE.has((err as NodeJS.ErrnoException | undefined)?.code ?? '');
+
+/**
+ * Koa's error channel (`app.on('error')`): failures after the response has
+ * started, where errorResponses can no longer answer; chiefly a download
+ * whose store stream breaks mid-way. Each is logged once with the request
+ * id, store failures are counted, and the request's log line shows the
+ * failure's status instead of 499. A client leaving is not an error here.
+ */
+export function lateErrors(logger: Logger, metrics?: Metrics) {
+  // Koa reports such an error twice: from its body pipeline and, as the
+  // pipeline destroys the socket with it, from on-finished.
+  const reported = new WeakSet<object>();
+  return (err: unknown, ctx?: Context) => {
+    if (isClientGone(err) || (err instanceof Object && reported.has(err))) return;
+    if (err instanceof Object) reported.add(err);
+    const known = toAppError(err);
+    if (err instanceof ObjectStoreError) metrics?.storeErrors.inc();
+    if (ctx) recordFailure(ctx, known?.status ?? 500);
+    const fields = { req_id: ctx && requestIdOf(ctx), route: ctx && routeOf(ctx), err };
+    if (known) logger.warn(fields, 'response cut: it failed after its headers were sent');
+    else logger.error(fields, 'unhandled error after the headers were sent');
   };
 }

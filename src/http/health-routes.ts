@@ -1,6 +1,9 @@
 import Router from '@koa/router';
 import type { Readiness } from '../app.js';
 
+/** Probed every few seconds by load balancers and HEALTHCHECKs: kept out of the info-level request log. */
+export const HEALTH_PATHS = ['/healthz', '/readyz'] as const;
+
 /**
  * /healthz: the process answers. /readyz: the dependencies answer; 503 names
  * what is down. Redis down is "degraded", not down: limits then hold per

@@ -92,7 +92,9 @@ export function receiveFile(req: IncomingMessage, onFile: (filename: string, str
       // read (its connection closed) will never reach the parser either.
       if (!req.readableEnded) fail(clientGone());
     });
-    req.on('error', fail);
+    // The request's errors are its connection's (ECONNRESET "aborted"): a
+    // client that left, which is routine and answered as such, not a failure of ours.
+    req.on('error', () => fail(clientGone()));
     // Not stream.pipeline: on failure it would destroy the request, and with
     // it the socket that must still carry our error response. Errors and
     // hang-ups of both sides are handled above instead.

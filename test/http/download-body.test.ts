@@ -109,6 +109,14 @@ describe('download body: ended with its last byte', () => {
     expect((error as Error).cause).to.equal(cause);
   });
 
+  it('when the source closes before its end without an error, then the body fails with ObjectStoreError', async () => {
+    const source = new PassThrough();
+    source.write(content.subarray(0, 1000));
+    setTimeout(() => source.destroy(), 10);
+    const { error } = await drain(exactBody(source, content.length));
+    expect(error).to.be.instanceOf(ObjectStoreError);
+  });
+
   it('when the body is destroyed (the client left), then the source is destroyed and the error is not called a store failure', async () => {
     const source = new PassThrough();
     source.write(content.subarray(0, 1000));
