@@ -3,7 +3,7 @@ import type { ParameterizedContext } from 'koa';
 import compose from 'koa-compose';
 import { z } from 'zod';
 import type { AccountService } from '../accounts/service.js';
-import { badRequest } from '../errors.js';
+import { AppError, badRequest } from '../errors.js';
 import type { FileService } from '../files/service.js';
 import type { UploadGate } from '../files/upload-gate.js';
 import { requireApiKey, type AuthState } from './auth.js';
@@ -66,6 +66,12 @@ export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFail
     } finally {
       leave();
     }
+  });
+
+  // The upload path is never a file id: any other method there is 405, before the key is checked.
+  router.all('/files/upload', (ctx, next) => {
+    if (ctx.method === 'POST') return next();
+    throw new AppError(405, 'method_not_allowed', 'Method not allowed', { Allow: 'POST' });
   });
 
   async function handleUpload(ctx: RouterContext<AuthState>) {
