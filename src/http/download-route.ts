@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import { create as contentDisposition } from 'content-disposition';
 import type { Context } from 'koa';
 import parseRange from 'range-parser';
 import { AppError } from '../errors.js';
@@ -9,6 +8,7 @@ import type { FileService } from '../files/service.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { ByteRange, ObjectStore } from '../storage/object-store.js';
 import type { Metrics } from '../metrics.js';
+import { attachment } from './attachment.js';
 import { exactBody } from './download-body.js';
 import { limitFailures } from './rate-limit.js';
 
@@ -23,18 +23,6 @@ export interface DownloadDeps {
 }
 
 const TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
-
-/**
- * `attachment` with an ASCII `filename` and always a UTF-8 `filename*`: the
- * package adds `filename*` only for non-ASCII names, and clients that read
- * only one of the two should all get the exact name.
- */
-function attachment(filename: string): string {
-  const header = contentDisposition(filename);
-  if (header.includes('filename*=')) return header;
-  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `${header}; filename*=UTF-8''${encoded}`;
-}
 
 /** The single range to serve, `undefined` for the whole file; throws 416 for a range that cannot be served. */
 function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange | undefined {
