@@ -24,6 +24,17 @@ export interface DownloadDeps {
 
 const TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
 
+/**
+ * RFC 9110 section 14.1.2: a suffix range longer than the representation
+ * selects all of it (`bytes=-500` of a 1-byte file is `bytes 0-0/1`).
+ * range-parser (1.3.0, the latest release) refuses such a suffix as
+ * unsatisfiable, so it is rewritten as `0-` first. A suffix of an empty file
+ * stays unsatisfiable, as does `-0`.
+ */
+function clampSuffixes(header: string, size: number): string {
+  return header.replace(/([=,]\s*)-(\d+)/g, (spec, before: string, length: string) => (size > 0 && Number(length) > size ? `${before}0-` : spec));
+}
+
 /** The single range to serve, `undefined` for the whole file; throws 416 for a range that cannot be served. */
 function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange | undefined {
   const header = ctx.get('Range');
@@ -31,7 +42,7 @@ function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange
   // A client that asks for part of an older version gets the whole new one.
   const ifRange = ctx.get('If-Range');
   if (ifRange && ifRange !== etag) return undefined;
-  const ranges = parseRange(file.size, header, { combine: true });
+  const ranges = parseRange(file.size, clampSuffixes(header, file.size), { combine: true });
   if (ranges === -1) {
     throw new AppError(416, 'range_not_satisfiable', 'The requested range is outside the file', {
       'Content-Range': `bytes */${file.size}`,

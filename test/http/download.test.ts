@@ -107,6 +107,32 @@ for (const backend of backends) {
       expect(Buffer.from(await suffix.arrayBuffer()).equals(content.subarray(-10))).to.equal(true);
     });
 
+    it('when a suffix range is longer than the file, then 206 with the whole file (RFC 9110 14.1.2)', async () => {
+      const one = await uploadFile(t.server.url, key, 'one.bin', 'x');
+      const res = await fetch(t.url(one.body.public_link), { headers: { Range: 'bytes=-500' } });
+      expect(res.status).to.equal(206);
+      expect(res.headers.get('content-range')).to.equal('bytes 0-0/1');
+      expect(await res.text()).to.equal('x');
+      const longer = await fetch(t.url(file.public_link), { headers: { Range: 'bytes=-1000000' } });
+      expect(longer.status).to.equal(206);
+      expect(longer.headers.get('content-range')).to.equal('bytes 0-299999/300000');
+      expect(sha(Buffer.from(await longer.arrayBuffer()))).to.equal(sha(content));
+      // Also inside a list: the first satisfiable range is served.
+      const listed = await fetch(t.url(one.body.public_link), { headers: { Range: 'bytes=5-9, -500' } });
+      expect(listed.status).to.equal(206);
+      expect(listed.headers.get('content-range')).to.equal('bytes 0-0/1');
+      await listed.arrayBuffer();
+    });
+
+    it('when a suffix is empty (-0) or the file is empty, then 416', async () => {
+      const zero = await call(t.url(file.public_link), { headers: { Range: 'bytes=-0' } });
+      expect(zero.status).to.equal(416);
+      const empty = await uploadFile(t.server.url, key, 'empty.bin', '');
+      const suffix = await call(t.url(empty.body.public_link), { headers: { Range: 'bytes=-500' } });
+      expect(suffix.status).to.equal(416);
+      expect(suffix.headers.get('content-range')).to.equal('bytes */0');
+    });
+
     it('when the range cannot be satisfied, then 416 with Content-Range: bytes */size', async () => {
       const res = await call(t.url(file.public_link), { headers: { Range: 'bytes=300000-' } });
       expect(res.status).to.equal(416);
