@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 description of the public listener: the versioned API under
 // /api/v1, public download links, health checks and these docs. Built per
-// PUBLIC_URL, because the servers and the shape of public links depend on it.
+// PUBLIC_URL, because the shape of public links depends on it; its servers
+// are relative to wherever the document is served from.
 // Statuses and codes follow README's Errors table and Decisions; when a route
 // changes what it answers, change it here too (test/http/openapi.test.ts
 // validates real responses against this document).
@@ -244,8 +245,8 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
   };
 }
 
-function publicPaths(publicUrl: string): Record<string, PathItem> {
-  const servers = [{ url: publicUrl, description: 'Outside the versioned API' }];
+function publicPaths(): Record<string, PathItem> {
+  const servers = [{ url: '/', description: 'Outside the versioned API' }];
   const binary = { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } };
   const fileHeaders = Object.fromEntries(['Content-Disposition', 'ETag', 'Accept-Ranges', 'Content-Length'].map((h) => [h, ref('headers', h)]));
   const download = (method: 'get' | 'head'): Operation => {
@@ -298,11 +299,13 @@ export function openApiDocument(publicUrl: string): OpenApiDocument {
       description: [
         'File sharing: upload files, get a public download link for each, list, inspect and delete them, and read account statistics.',
         'Every `/api/v1` request needs `Authorization: Bearer <API key>` of an account whose plan includes the API (pro and above).',
-        'Errors are always `{"success": false, "error": {"code", "message"}}`; unknown routes give 404 `not_found`, a known path with another method 405 `method_not_allowed` with `Allow`. No error is ever 413: a file over the plan\'s limit is 403 `file_too_large`.',
+        'Errors are always `{"success": false, "error": {"code", "message"}}`; unknown routes give 404 `not_found`, a known path with another method 405 `method_not_allowed` with `Allow`, a method no route knows (TRACE, PROPFIND, ...) 501 `not_implemented`. No error is ever 413: a file over the plan\'s limit is 403 `file_too_large`.',
         'Every response carries `X-Request-Id` (yours, when you send a valid one).',
       ].join('\n\n'),
     },
-    servers: [{ url: `${publicUrl}/api/v1`, description: 'The versioned API' }],
+    // Relative, so "Try it out" in Swagger UI calls the origin the page was
+    // opened from (127.0.0.1, a proxy's name), not necessarily PUBLIC_URL.
+    servers: [{ url: '/api/v1', description: 'The versioned API' }],
     tags: [
       { name: 'files', description: 'Upload, list, inspect and delete files.' },
       { name: 'account', description: 'Statistics and plan limits.' },
@@ -310,7 +313,7 @@ export function openApiDocument(publicUrl: string): OpenApiDocument {
       { name: 'operations', description: 'Liveness and readiness.' },
       { name: 'docs', description: 'This description and its viewer.' },
     ],
-    paths: { ...apiPaths(publicUrl), ...publicPaths(publicUrl) },
+    paths: { ...apiPaths(publicUrl), ...publicPaths() },
     components: components(publicUrl),
   };
 }

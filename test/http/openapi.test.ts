@@ -93,9 +93,9 @@ function expectDocumented(res: ApiResponse, path: string, method: string) {
 }
 
 describe('OpenAPI document', () => {
-  it('when built, then it is OpenAPI 3.1.0 with the API under PUBLIC_URL/api/v1', () => {
+  it('when built, then it is OpenAPI 3.1.0 with the API under /api/v1 of the origin it is served from', () => {
     expect(doc.openapi).to.equal('3.1.0');
-    expect(doc.servers.map((s) => s.url)).to.deep.equal([`${PUBLIC_URL}/api/v1`]);
+    expect(doc.servers.map((s) => s.url)).to.deep.equal(['/api/v1']);
   });
 
   it('when the operations are listed, then every one has an operationId and no two share one', () => {
@@ -126,9 +126,9 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('when a path lives outside /api/v1, then its servers name PUBLIC_URL itself', () => {
+  it('when a path lives outside /api/v1, then its servers name the root of the origin it is served from', () => {
     for (const path of ['/download/{token}', '/healthz', '/readyz', '/docs']) {
-      expect(doc.paths[path]?.servers, path).to.deep.equal([{ url: PUBLIC_URL, description: 'Outside the versioned API' }]);
+      expect(doc.paths[path]?.servers, path).to.deep.equal([{ url: '/', description: 'Outside the versioned API' }]);
     }
     expect(doc.paths['/openapi.json']?.servers).to.equal(undefined);
   });
@@ -207,6 +207,25 @@ for (const backend of backends) {
     before(async () => {
       t = await sharedServer(backend);
       ({ apiKey: key } = await t.account());
+    });
+
+    it('when the docs are opened from another origin than PUBLIC_URL, then the request "Try it out" builds reaches this server', async () => {
+      // t.server.url is http://127.0.0.1:<port>; PUBLIC_URL is http://files.test, which does not resolve.
+      const documentUrl = t.url('/api/v1/openapi.json');
+      const served = (await call(documentUrl)).body;
+      /**
+       * What Swagger UI (swagger-client's buildOas3UrlWithContext) does: the
+       * path's or the document's first server, resolved against the URL the
+       * document was loaded from, without a trailing slash, then the path.
+       */
+      const tryItOut = (path: string) => {
+        const server = (served.paths[path].servers ?? served.servers)[0].url as string;
+        return new URL(server, documentUrl).href.replace(/\/$/, '') + path;
+      };
+      expect(tryItOut('/stats')).to.equal(t.url('/api/v1/stats'));
+      expect((await call(tryItOut('/stats'), { key })).status).to.equal(200);
+      expect(tryItOut('/healthz')).to.equal(t.url('/healthz'));
+      expect((await call(tryItOut('/healthz'))).status).to.equal(200);
     });
 
     it('when a file is uploaded, then the 201 matches the document', async () => {
