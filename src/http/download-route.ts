@@ -10,7 +10,6 @@ import type { ByteRange, ObjectStore } from '../storage/object-store.js';
 import type { Metrics } from '../metrics.js';
 import { attachment } from './attachment.js';
 import { exactBody } from './download-body.js';
-import { limitFailures } from './rate-limit.js';
 
 export interface DownloadDeps {
   files: FileService;
@@ -61,10 +60,32 @@ function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange
 export function downloadRoutes({ files, store, tokenFailures, metrics, onCountError }: DownloadDeps) {
   const router = new Router();
 
-  router.get('/download/:token', limitFailures(tokenFailures, 404, metrics), async (ctx) => {
-    const token = ctx.params.token!;
-    const file = TOKEN.test(token) ? await files.findByLinkToken(token) : undefined;
-    if (!file) throw fileErrors.notFound();
+  /**
+   * The link's file, once the address is known not to be over its limit of
+   * unknown links (429 `too_many_failures` otherwise). The limit check (a
+   * Redis round trip) and the lookup (a database one) run side by side
+   * rather than one after the other; the answer is what the sequence would
+   * give: 429 wins over anything the lookup found or failed with. An
+   * unknown or malformed token counts as a failure.
+   */
+  async function fileOf(ctx: Context, token: string): Promise<FileRecord> {
+    const [check, lookup] = await Promise.allSettled([
+      tokenFailures.waitSeconds(ctx.ip),
+      TOKEN.test(token) ? files.findByLinkToken(token) : Promise.resolve(undefined),
+    ]);
+    if (check.status === 'rejected') throw check.reason;
+    if (check.value > 0) {
+      metrics?.rateLimitRefusals.inc({ reason: `${tokenFailures.options.name}_failures` });
+      throw new AppError(429, 'too_many_failures', 'Too many failed requests from this address; try again later', { 'Retry-After': String(check.value) });
+    }
+    if (lookup.status === 'rejected') throw lookup.reason;
+    if (lookup.value) return lookup.value;
+    await tokenFailures.record(ctx.ip).catch(() => {});
+    throw fileErrors.notFound();
+  }
+
+  router.get('/download/:token', async (ctx) => {
+    const file = await fileOf(ctx, ctx.params.token!);
 
     const etag = `"${file.sha256}"`;
     ctx.set({

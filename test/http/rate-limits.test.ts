@@ -109,6 +109,38 @@ function singleInstanceSuite(name: string, env: () => Record<string, string>) {
 
 singleInstanceSuite('in memory (no REDIS_URL)', () => ({}));
 
+/** Downloads check the address and look the link up side by side; the answers are those of checking first. */
+function linkFailureSuite(name: string, env: () => Record<string, string>) {
+  describe(`unknown download links: ${name}`, () => {
+    it('when downloads succeed, they never count; unknown and malformed links do; then even a valid link gets 429 until the window ends', async () => {
+      const t = await startTestServer('pglite', { ...env(), LINK_FAILURE_LIMIT: '3' });
+      try {
+        const { apiKey } = await t.account();
+        const link = t.url((await uploadFile(t.server.url, apiKey, 'valid.txt', 'valid')).body.public_link);
+        for (let i = 0; i < 5; i++) expect((await call(link)).status).to.equal(200);
+        expect((await call(t.url(`/download/${randomBytes(16).toString('base64url')}`))).status).to.equal(404);
+        expect((await call(t.url('/download/not-a-token!'))).status).to.equal(404);
+        expect((await call(link)).status).to.equal(200);
+        expect((await call(t.url(`/download/${randomBytes(16).toString('base64url')}`))).status).to.equal(404);
+        for (const url of [link, t.url('/download/not-a-token!'), t.url(`/download/${randomBytes(16).toString('base64url')}`)]) {
+          const refused = await call(url, { method: 'GET' });
+          expect(refused.status, url).to.equal(429);
+          expect(refused.body.error.code).to.equal('too_many_failures');
+          expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 60);
+          expect(refused.headers.get('content-disposition')).to.equal(null);
+        }
+        const metrics = await call(`${t.server.adminUrl}/metrics`, { key: t.server.adminToken });
+        expect(metrics.text).to.match(/^dropstream_rate_limit_refusals_total\{reason="link_failures"\} 3$/m);
+      } finally {
+        await t.close();
+      }
+    });
+  });
+}
+
+linkFailureSuite('in memory (no REDIS_URL)', () => ({}));
+if (redisUrl) linkFailureSuite('Redis', () => ({ REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix() }));
+
 if (redisUrl) {
   singleInstanceSuite('Redis', () => ({ REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix() }));
 
