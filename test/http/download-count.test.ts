@@ -99,7 +99,7 @@ for (const backend of backends) {
         (await call(t.url(`/api/v1/files/${fileId}`), { key })).body.file.download_count as number;
       const downloadLines = () => log.requests().filter((l) => l.route === '/download/:token');
 
-      it('when 20 clients download the whole file one after another, each closing at the last byte, then the count is exactly 20 and each is logged 200', async () => {
+      it('when curl downloads the whole file 20 times one after another (closing at the last byte), then the count is exactly 20 and each is logged 200', async () => {
         const logged = downloadLines().length;
         for (let i = 0; i < 20; i++) {
           expect(sha(await curlDownload(t.url(file.public_link), join(dir, 'out.bin')))).to.equal(sha(content));
@@ -109,7 +109,7 @@ for (const backend of backends) {
         expect(lines.map((l) => l.status)).to.deep.equal(Array(20).fill(200));
       });
 
-      it('when 20 clients download it at once, each closing at the last byte, then all 20 count (40 in all)', async () => {
+      it('when 20 curl processes download it at once, then all 20 count (40 in all)', async () => {
         const got = await Promise.all(Array.from({ length: 20 }, (_, i) => curlDownload(t.url(file.public_link), join(dir, `out-${i}.bin`))));
         for (const body of got) expect(sha(body)).to.equal(sha(content));
         expect(await eventually(() => countOf(file.file_id), (n) => n === 40)).to.equal(40);
@@ -127,8 +127,9 @@ for (const backend of backends) {
         expect(await countOf(up.file_id)).to.equal(0);
       });
 
-      // The report: 10 back-to-back curl downloads of 64 MiB counted 7 (local store).
-      if (storeKind === 'local') {
+      // The report: 10 back-to-back curl downloads of 64 MiB counted 7 (local
+      // store). Once: the database plays no part in the race.
+      if (storeKind === 'local' && backend === backends[0]) {
         it('when curl uploads a 64 MiB file and downloads it 10 times back to back, then the count is exactly 10', async () => {
           const big = randomBytes(64 * MiB);
           await writeFile(join(dir, 'big.bin'), big);
