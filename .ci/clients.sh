@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Clients others wrote that the download tests drive: curl (closes at the last
+# byte; -OJ reads only the ASCII filename) and wget (--content-disposition
+# reads filename*). Both are usually on the machine already; install them
+# from Debian's packages when not.
+set -euo pipefail
+missing=()
+for tool in curl wget; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+if ((${#missing[@]})); then
+  echo "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+curl --version | head -n 1
+wget --version | head -n 1
