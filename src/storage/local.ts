@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type FileHandle, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, opendir, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -7,6 +7,7 @@ import {
   type ByteRange,
   type ObjectInfo,
   type ObjectStore,
+  type OpenUpload,
   type PutOptions,
   ObjectNotFoundError,
   ObjectStoreError,
@@ -20,8 +21,12 @@ export interface LocalObjectStoreOptions {
   root: string;
 }
 
+const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /** Keeps each object as a plain file at `<root>/<key>`. */
 export class LocalObjectStore implements ObjectStore {
+  /** Whatever the filesystem holds; the number only has to be a safe integer. */
+  readonly maxObjectSize = Number.MAX_SAFE_INTEGER;
   private readonly root: string;
   private readonly tmpDir: string;
   private ready: Promise<void> | undefined;
@@ -105,13 +110,36 @@ export class LocalObjectStore implements ObjectStore {
   }
 
   async discard(key: string, uploadId?: string): Promise<void> {
-    if (uploadId !== undefined) {
-      if (!/^[0-9a-f-]{36}$/.test(uploadId)) throw new Error(`invalid upload id ${JSON.stringify(uploadId)}`);
-      await unlink(join(this.tmpDir, uploadId)).catch((err: unknown) => {
-        if (!missing(err)) throw storeError(err, key);
-      });
-    }
+    if (uploadId !== undefined) await this.abortUpload({ uploadId });
     await this.delete(key);
+  }
+
+  /** Temp files in `.tmp`, aged by their last write (a put writes as the body flows). */
+  async *openUploads({ pageSize = 1000 }: { pageSize?: number } = {}): AsyncIterable<OpenUpload[]> {
+    const dir = await opendir(this.tmpDir).catch((err: unknown) => {
+      if (missing(err)) return undefined;
+      throw new ObjectStoreError(`cannot list ${this.tmpDir}`, { cause: err });
+    });
+    if (!dir) return;
+    let page: OpenUpload[] = [];
+    for await (const entry of dir) {
+      if (!entry.isFile() || !UPLOAD_ID.test(entry.name)) continue;
+      // Gone since it was listed: the put finished or failed meanwhile.
+      const info = await stat(join(this.tmpDir, entry.name)).catch(() => undefined);
+      if (info) page.push({ uploadId: entry.name, since: info.mtime });
+      if (page.length === pageSize) {
+        yield page;
+        page = [];
+      }
+    }
+    if (page.length) yield page;
+  }
+
+  async abortUpload({ uploadId }: Pick<OpenUpload, 'uploadId'>): Promise<void> {
+    if (!UPLOAD_ID.test(uploadId)) throw new Error(`invalid upload id ${JSON.stringify(uploadId)}`);
+    await unlink(join(this.tmpDir, uploadId)).catch((err: unknown) => {
+      if (!missing(err)) throw new ObjectStoreError(`cannot remove temporary file ${uploadId}`, { cause: err });
+    });
   }
 
   /**

@@ -8,14 +8,28 @@ import {
   type CompletedPart,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { ObjectStoreError } from './object-store.js';
+import { ObjectStoreError, ObjectTooLargeError } from './object-store.js';
+
+const MiB = 1024 * 1024;
+
+/** What S3 accepts (AWS's published limits; MinIO and Ceph RGW enforce the same). */
+export const S3_LIMITS = {
+  /** Largest object. */
+  maxObjectSize: 5 * 1024 * 1024 * MiB,
+  /** Largest part. */
+  maxPartSize: 5 * 1024 * MiB,
+  /** Smallest part but the last (a store refuses to complete an upload with a smaller one: 400 EntityTooSmall). */
+  minPartSize: 5 * MiB,
+  /** Most parts in one multipart upload. */
+  maxParts: 10_000,
+} as const;
 
 export interface StreamUploadOptions {
   client: S3Client;
   bucket: string;
   key: string;
   body: Readable;
-  /** Bytes per part; every part but the last has exactly this size. */
+  /** Bytes per part; every part but the last has exactly this size (S3_LIMITS: 5 MiB to 5 GiB). */
   partSize: number;
   /** Parts sent at once. */
   partsInFlight: number;
@@ -28,16 +42,22 @@ const storeError = (what: string) => (err: unknown) => {
 };
 
 /**
- * Streams `body` into one object. Bytes are copied into at most
- * partsInFlight + 1 part buffers, allocated once and reused, so an upload of
- * any size holds a fixed (partsInFlight + 1) x partSize: lib-storage
+ * Streams `body` into one object. Bytes are copied into part buffers,
+ * allocated once and reused: one being filled while up to partsInFlight - 1
+ * are sent (the loop waits for a send to finish before it fills another), so
+ * an upload of any size holds at most partsInFlight x partSize. lib-storage
  * concatenates each part afresh and its garbage showed up as 30-60 MiB more
  * peak RSS per upload (README, Memory). A body shorter than one part becomes
  * a single PutObject.
  *
+ * A body that would need more than S3_LIMITS.maxParts parts, or be larger
+ * than S3_LIMITS.maxObjectSize, fails with ObjectTooLargeError before the
+ * first byte past the limit is sent.
+ *
  * Errors of the body (too large, client gone) are rethrown as they are;
  * failures of the store become ObjectStoreError. Either way the multipart
- * upload is aborted before this rejects.
+ * upload is aborted before this rejects (if the store is down that abort
+ * fails too, silently: the caller's discard() is the one that reports it).
  */
 export async function uploadStream(options: StreamUploadOptions): Promise<{ size: number }> {
   const { client, bucket, key, body, partSize, partsInFlight } = options;
@@ -69,11 +89,15 @@ export async function uploadStream(options: StreamUploadOptions): Promise<{ size
     if (failure) throw failure;
   };
 
-  let buffer: Buffer = Buffer.allocUnsafeSlow(partSize);
+  const maxSize = Math.min(partSize * S3_LIMITS.maxParts, S3_LIMITS.maxObjectSize);
+  let buffer: Buffer = Buffer.alloc(0);
   let filled = 0;
   let size = 0;
   try {
+    if (!(partSize >= 1 && partSize <= S3_LIMITS.maxPartSize)) throw new RangeError(`part size ${partSize} is outside 1..${S3_LIMITS.maxPartSize}`);
+    buffer = Buffer.allocUnsafeSlow(partSize);
     for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (size + chunk.length > maxSize) throw new ObjectTooLargeError(maxSize);
       for (let offset = 0; offset < chunk.length; ) {
         const copied = chunk.copy(buffer, filled, offset);
         offset += copied;

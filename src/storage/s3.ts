@@ -4,15 +4,18 @@ import {
   CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
-  HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { uploadStream } from './s3-upload.js';
-import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectStore, type PutOptions } from './object-store.js';
+import { StartupError } from '../startup-error.js';
+import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectStore, type OpenUpload, type PutOptions } from './object-store.js';
+import { describeS3Error } from './s3-errors.js';
+import { ensureUploadExpiry, type UploadExpiry } from './s3-lifecycle.js';
+import { S3_LIMITS, uploadStream } from './s3-upload.js';
 
 export interface S3StoreOptions {
   /** Endpoint URL, e.g. http://minio:9000; absent for AWS itself. */
@@ -23,17 +26,16 @@ export interface S3StoreOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string };
   /** Path-style URLs (bucket in the path), needed by MinIO and most S3-compatible stores. */
   forcePathStyle: boolean;
-  /** Smallest part of a multipart upload, in bytes (at least 5 MiB, S3's minimum). Larger files get larger parts. */
+  /** Smallest part of a multipart upload, in bytes (5 MiB to 5 GiB, S3's limits). Larger files get larger parts. */
   partSize: number;
-  /** Parts uploaded at once per upload. Each upload holds exactly (partsInFlight + 1) part buffers. */
+  /** Parts uploaded at once per upload; each upload holds at most this many part buffers. */
   partsInFlight: number;
+  /** Days after which the bucket's lifecycle rule aborts incomplete uploads (ensureUploadExpiry); 0 sets no rule. */
+  abortIncompleteDays?: number;
 }
 
 /** Commands whose bodies are signed without hashing them (see the constructor). */
 const UNSIGNED_PAYLOAD_COMMANDS = new Set(['UploadPartCommand', 'PutObjectCommand']);
-
-/** S3 allows at most this many parts in one multipart upload. */
-const MAX_PARTS = 10_000;
 
 const isNotFound = (err: unknown) =>
   err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.name === 'NotFound' || err.$metadata.httpStatusCode === 404);
@@ -55,6 +57,7 @@ function sliceRange({ start, end }: ByteRange): Transform {
 
 /** S3 and S3-compatible stores (MinIO). Uploads stream through fixed part buffers (s3-upload.ts). */
 export class S3ObjectStore implements ObjectStore {
+  readonly maxObjectSize = S3_LIMITS.maxObjectSize;
   readonly client: S3Client;
   private readonly bucket: string;
 
@@ -90,10 +93,15 @@ export class S3ObjectStore implements ObjectStore {
     );
   }
 
-  /** Creates the bucket when it is missing; fails with a message an operator can act on. */
+  /**
+   * Creates the bucket when it is missing. Fails with a StartupError naming
+   * the cause ("403 SignatureDoesNotMatch"). The probe lists no keys
+   * (MaxKeys 0) rather than HeadBucket, whose bodiless answer leaves the SDK
+   * only the status; it needs the same permission (s3:ListBucket).
+   */
   async ensureBucket(): Promise<void> {
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+      await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, MaxKeys: 0 }));
       return;
     } catch (err) {
       if (!isNotFound(err)) throw this.startupError('cannot reach bucket', err);
@@ -105,14 +113,24 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  private startupError(what: string, err: unknown): Error {
-    const detail = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-    return new Error(`S3 ${what}: ${this.bucket} at ${this.options.endpoint ?? 'AWS'} (${detail})`);
+  private startupError(what: string, err: unknown): StartupError {
+    return new StartupError(`S3 ${what}: ${this.bucket} at ${this.options.endpoint ?? 'AWS'}: ${describeS3Error(err)}`, { cause: err });
   }
 
-  /** Part size for a file of at most `maxSize` bytes: the configured size, or larger so it fits in 10,000 parts. */
+  /** Sets the bucket's lifecycle rule for incomplete uploads where the store and the credentials allow it (s3-lifecycle.ts). */
+  ensureUploadExpiry(): Promise<UploadExpiry> {
+    return ensureUploadExpiry(this.client, this.bucket, this.options.abortIncompleteDays ?? 0);
+  }
+
+  /**
+   * Part size for a file of at most `maxSize` bytes: the configured size, or
+   * larger so the file fits in 10,000 parts, never over S3's 5 GiB. Each
+   * upload holds up to partsInFlight buffers of it: a plan of 1 TiB means
+   * 105 MiB parts.
+   */
   partSizeFor(maxSize = 0): number {
-    return Math.max(this.options.partSize, Math.ceil(maxSize / MAX_PARTS));
+    const fitting = Math.ceil(Math.min(maxSize, S3_LIMITS.maxObjectSize) / S3_LIMITS.maxParts);
+    return Math.min(Math.max(this.options.partSize, fitting), S3_LIMITS.maxPartSize);
   }
 
   put(key: string, body: Readable, options: PutOptions = {}): Promise<ObjectInfo> {
@@ -128,16 +146,42 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async discard(key: string, uploadId?: string): Promise<void> {
-    if (uploadId) {
-      try {
-        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }));
-      } catch (err) {
-        if (!(err instanceof S3ServiceException && (err.name === 'NoSuchUpload' || err.$metadata.httpStatusCode === 404))) {
-          throw new ObjectStoreError('aborting a multipart upload failed', { cause: err });
-        }
-      }
-    }
+    if (uploadId) await this.abortUpload({ key, uploadId });
     await this.delete(key);
+  }
+
+  async abortUpload({ key, uploadId }: Pick<OpenUpload, 'key' | 'uploadId'>): Promise<void> {
+    if (key === undefined) throw new Error('an S3 multipart upload is aborted by key and upload id');
+    try {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }));
+    } catch (err) {
+      // Already aborted (or completed): what we wanted.
+      if (err instanceof S3ServiceException && (err.name === 'NoSuchUpload' || err.$metadata.httpStatusCode === 404)) return;
+      throw new ObjectStoreError('aborting a multipart upload failed', { cause: err });
+    }
+  }
+
+  /**
+   * ListMultipartUploads, page by page (S3 answers at most 1,000 at once).
+   * MinIO lists only the uploads of one exact key, so there this finds
+   * nothing; MinIO expires stale uploads itself instead.
+   */
+  async *openUploads({ pageSize = 1000 }: { pageSize?: number } = {}): AsyncIterable<OpenUpload[]> {
+    let KeyMarker: string | undefined;
+    let UploadIdMarker: string | undefined;
+    do {
+      const res = await this.client
+        .send(new ListMultipartUploadsCommand({ Bucket: this.bucket, MaxUploads: pageSize, KeyMarker, UploadIdMarker }))
+        .catch((err: unknown) => {
+          throw new ObjectStoreError('listing multipart uploads failed', { cause: err });
+        });
+      // A store that does not say when an upload started has it treated as just started: never old enough to abort.
+      const page = (res.Uploads ?? []).map((u) => ({ key: u.Key!, uploadId: u.UploadId!, since: u.Initiated ?? new Date() }));
+      if (page.length) yield page;
+      const more = res.IsTruncated && (res.NextKeyMarker !== KeyMarker || res.NextUploadIdMarker !== UploadIdMarker);
+      KeyMarker = more ? res.NextKeyMarker : undefined;
+      UploadIdMarker = more ? res.NextUploadIdMarker : undefined;
+    } while (KeyMarker !== undefined);
   }
 
   async get(key: string, range?: ByteRange): Promise<Readable> {
@@ -177,12 +221,6 @@ export class S3ObjectStore implements ObjectStore {
       if (isNotFound(err)) return;
       throw new ObjectStoreError('deleting from the object store failed', { cause: err });
     }
-  }
-
-  /** Multipart uploads started and neither completed nor aborted: what a crash or a failed abort leaves behind. */
-  async openUploads(): Promise<{ key: string; uploadId: string; initiated?: Date }[]> {
-    const res = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket }));
-    return (res.Uploads ?? []).map((u) => ({ key: u.Key!, uploadId: u.UploadId!, initiated: u.Initiated }));
   }
 
   async close(): Promise<void> {

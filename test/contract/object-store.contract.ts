@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
-import { ObjectNotFoundError, type ObjectStore } from '../../src/storage/object-store.js';
+import { ObjectNotFoundError, type ObjectStore, type OpenUpload } from '../../src/storage/object-store.js';
 
 const MiB = 1024 * 1024;
 
@@ -117,6 +117,46 @@ export function objectStoreContract(
       expect(await store.head(key)).to.equal(undefined);
     });
 
+    describe('open uploads', () => {
+      it('when puts are under way, then openUploads lists each, page by page, with the id onStarted gave and a start time', async () => {
+        const before = Date.now() - 2000; // store clocks may differ a little
+        const puts = await Promise.all([startedPut(store), startedPut(store), startedPut(store)]);
+        const pages: OpenUpload[][] = [];
+        for await (const page of store.openUploads({ pageSize: 2 })) pages.push(page);
+        expect(pages.map((p) => p.length)).to.deep.equal([2, 1]);
+        const listed = pages.flat();
+        expect(listed.map((u) => u.uploadId).sort()).to.deep.equal(puts.map((p) => p.uploadId).sort());
+        for (const upload of listed) {
+          const put = puts.find((p) => p.uploadId === upload.uploadId)!;
+          if (upload.key !== undefined) expect(upload.key).to.equal(put.key);
+          expect(upload.since.getTime()).to.be.within(before, Date.now() + 2000);
+        }
+        await Promise.all(puts.map((p) => p.finish()));
+        expect(await allOpen(store)).to.deep.equal([]);
+      });
+
+      it('when an open upload is aborted, then its put fails, nothing is listed and no object appears', async () => {
+        const put = await startedPut(store);
+        const [open] = await allOpen(store);
+        await store.abortUpload(open!);
+        expect(await allOpen(store)).to.deep.equal([]);
+        expect(await rejection(put.finish())).to.be.instanceOf(Error);
+        expect(await store.head(put.key)).to.equal(undefined);
+      });
+
+      it('when an upload that is gone is aborted, then abortUpload resolves and leaves objects alone', async () => {
+        const put = await startedPut(store);
+        const [open] = await allOpen(store);
+        await put.finish();
+        expect(await store.abortUpload(open!)).to.equal(undefined);
+        expect(await store.head(put.key)).to.deep.equal({ size: put.size });
+      });
+
+      it('when nothing is under way, then openUploads yields no page', async () => {
+        expect(await allOpen(store)).to.deep.equal([]);
+      });
+    });
+
     it('when two puts to different keys run concurrently, then both round-trip', async () => {
       const [a, b] = [newKey(), newKey()];
       const [bodyA, bodyB] = [randomBody(MiB + 1), randomBody(MiB + 2)];
@@ -128,6 +168,42 @@ export function objectStoreContract(
       expect(await sha256(await store.get(b))).to.equal(bodyB.sha256());
     });
   });
+}
+
+async function allOpen(store: ObjectStore): Promise<OpenUpload[]> {
+  const all: OpenUpload[] = [];
+  for await (const page of store.openUploads()) all.push(...page);
+  return all;
+}
+
+/**
+ * A put that has started its upload in the store (onStarted was called:
+ * for S3 that takes one full part, 5 MiB, of the body) and waits for more.
+ * finish() sends the last byte and resolves or rejects as the put does.
+ */
+async function startedPut(store: ObjectStore): Promise<{ key: string; uploadId: string; size: number; finish(): Promise<unknown> }> {
+  const key = newKey();
+  const body = new Readable({ read() {} });
+  let started!: (uploadId: string) => void;
+  const uploadId = new Promise<string>((resolve) => (started = resolve));
+  const putting = store.put(key, body, { onStarted: (id) => started(id) });
+  putting.catch(() => {}); // handled by finish()
+  const first = randomBytes(5 * MiB + 1);
+  body.push(first);
+  const id = await Promise.race([uploadId, putting.then(() => expect.fail('the put ended before it started an upload'))]);
+  // onStarted may come before the store has anything (the local store names
+  // its temp file first); once the body is read, the upload exists.
+  for (let waited = 0; body.readableLength > 0 && waited < 5000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+  return {
+    key,
+    uploadId: id as string,
+    size: first.length + 1,
+    finish() {
+      body.push(Buffer.from('x'));
+      body.push(null);
+      return putting;
+    },
+  };
 }
 
 /** A server-style key: two hex characters of fan-out, then the rest. */

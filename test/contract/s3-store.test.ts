@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import { S3ObjectStore } from '../../src/storage/s3.js';
-import { S3_CREDENTIALS, startS3rver, type TestS3 } from '../helpers/s3rver.js';
+import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { objectStoreContract } from './object-store.contract.js';
 
 const MiB = 1024 * 1024;
@@ -10,28 +10,20 @@ let s3: TestS3;
 let buckets = 0;
 
 async function newStore(options: { partSize?: number } = {}) {
-  const store = new S3ObjectStore({
-    endpoint: s3.endpoint,
-    bucket: `contract-${++buckets}`,
-    region: 'us-east-1',
-    credentials: S3_CREDENTIALS,
-    forcePathStyle: true,
-    partSize: options.partSize ?? 5 * MiB,
-    partsInFlight: 2,
-  });
+  const store = new S3ObjectStore(s3.storeOptions(s3.bucket(`contract-${++buckets}`), options));
   await store.ensureBucket();
   return store;
 }
 
 describe('S3ObjectStore', () => {
   before(async () => {
-    s3 = await startS3rver();
+    s3 = await startTestS3();
   });
   after(async () => {
     await s3.close();
   });
 
-  objectStoreContract('s3 (s3rver)', async () => {
+  objectStoreContract(`s3 (${process.env.TEST_S3_ENDPOINT ? 'TEST_S3_ENDPOINT' : 's3rver'})`, async () => {
     const store = await newStore();
     return { store, cleanup: () => store.close() };
   });
@@ -44,7 +36,7 @@ describe('S3ObjectStore', () => {
     const chunks: Buffer[] = [];
     for await (const chunk of await store.get('multi/part')) chunks.push(chunk as Buffer);
     expect(Buffer.concat(chunks).equals(data)).to.equal(true);
-    expect(await store.openUploads()).to.deep.equal([]);
+    expect(await allOpenUploads(store)).to.deep.equal([]);
     await store.close();
   });
 
@@ -59,7 +51,7 @@ describe('S3ObjectStore', () => {
     await putting.catch((err: unknown) => (error = err));
     expect((error as Error).message).to.equal('client went away');
     expect(await store.head('broken/multi')).to.equal(undefined);
-    expect(await store.openUploads()).to.deep.equal([]);
+    expect(await allOpenUploads(store)).to.deep.equal([]);
     await store.close();
   });
 
@@ -73,15 +65,7 @@ describe('S3ObjectStore', () => {
   });
 
   it('when the bucket cannot be reached, then ensureBucket fails with a message naming it', async () => {
-    const store = new S3ObjectStore({
-      endpoint: 'http://127.0.0.1:1',
-      bucket: 'unreachable',
-      region: 'us-east-1',
-      credentials: S3_CREDENTIALS,
-      forcePathStyle: true,
-      partSize: 5 * MiB,
-      partsInFlight: 1,
-    });
+    const store = new S3ObjectStore(s3.storeOptions('unreachable', { endpoint: 'http://127.0.0.1:1' }));
     let error: unknown;
     await store.ensureBucket().catch((err: unknown) => (error = err));
     expect((error as Error).message).to.match(/unreachable at http:\/\/127\.0\.0\.1:1/);

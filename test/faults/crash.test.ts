@@ -10,7 +10,7 @@ import { S3ObjectStore } from '../../src/storage/s3.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends, createTestDatabase } from '../helpers/databases.js';
 import { BOUNDARY, multipartType } from '../helpers/multipart.js';
-import { S3_CREDENTIALS, startS3rver, type TestS3 } from '../helpers/s3rver.js';
+import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 const MiB = 1024 * 1024;
@@ -84,22 +84,23 @@ describe('crash consistency: local store and PGlite, server killed with SIGKILL'
 });
 
 if (backends.includes('postgresql')) {
-  describe('crash consistency: S3 (s3rver) and PostgreSQL, server killed with SIGKILL', () => {
+  describe(`crash consistency: S3 (${process.env.TEST_S3_ENDPOINT ? 'TEST_S3_ENDPOINT' : 's3rver'}) and PostgreSQL, server killed with SIGKILL`, () => {
     let s3: TestS3;
     let dataDir: string;
     let db: { url: string; drop(): Promise<void> };
     let server: ServerProcess | undefined;
     let store: S3ObjectStore;
-    const bucket = 'crash';
+    let bucket: string;
     const env = () => ({ ...s3.env(bucket), DATA_DIR: dataDir, DATABASE_URL: db.url, S3_PART_SIZE: String(5 * MiB), GC_INTERVAL: '0' });
     const bucketKeys = async () =>
       ((await store.client.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? []).map((o) => o.Key);
 
     before(async () => {
-      s3 = await startS3rver();
+      s3 = await startTestS3();
+      bucket = s3.bucket('crash');
       dataDir = await mkdtemp(join(tmpdir(), 'dropstream-crash-'));
       db = await createTestDatabase();
-      store = new S3ObjectStore({ endpoint: s3.endpoint, bucket, region: 'us-east-1', credentials: S3_CREDENTIALS, forcePathStyle: true, partSize: 5 * MiB, partsInFlight: 2 });
+      store = new S3ObjectStore(s3.storeOptions(bucket));
     });
     after(async () => {
       await server?.kill();
@@ -113,12 +114,12 @@ if (backends.includes('postgresql')) {
       server = await startServerProcess(env());
       const { api_key: key } = await server.admin('POST', '/admin/accounts', { plan: 'pro' });
       await startUpload(server.url, key, 12 * MiB);
-      await until(async () => (await store.openUploads()).length === 1);
+      await until(async () => (await allOpenUploads(store)).length === 1);
       await server.kill('SIGKILL');
 
       server = await startServerProcess(env());
       expect(await server.admin('POST', '/admin/gc', { grace_seconds: 0 })).to.deep.include({ uploads: 1, failed: 0 });
-      expect(await store.openUploads()).to.deep.equal([]);
+      expect(await allOpenUploads(store)).to.deep.equal([]);
       expect(await bucketKeys()).to.deep.equal([]);
       expect((await call(`${server.url}/api/v1/stats`, { key })).body.stats.total_files).to.equal(0);
     });
@@ -162,10 +163,10 @@ if (backends.includes('postgresql')) {
         return server.admin('POST', '/admin/accounts', { plan: 'pro' });
       })();
       await startUpload(server!.url, key, 12 * MiB);
-      await until(async () => (await store.openUploads()).length === 1);
+      await until(async () => (await allOpenUploads(store)).length === 1);
       await server!.kill('SIGKILL');
       server = await startServerProcess({ ...env(), GC_INTERVAL: '1', GC_GRACE: '1' });
-      await until(async () => (await store.openUploads()).length === 0);
+      await until(async () => (await allOpenUploads(store)).length === 0);
       expect(await bucketKeys()).to.deep.equal([]);
     });
   });

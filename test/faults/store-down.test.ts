@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
 import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
-import { startS3rver, type TestS3 } from '../helpers/s3rver.js';
+import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const MiB = 1024 * 1024;
@@ -59,9 +59,9 @@ describe('faults: the object store stops mid-download and comes back', () => {
   let file: { file_id: number; public_link: string };
 
   before(async () => {
-    s3 = await startS3rver();
+    s3 = await startTestS3();
     log = captureLog('info');
-    t = await startTestServer('pglite', { ...s3.env('downloads'), S3_PART_SIZE: String(5 * MiB) }, log.logger);
+    t = await startTestServer('pglite', { ...s3.env(s3.bucket('downloads')), S3_PART_SIZE: String(5 * MiB) }, log.logger);
     ({ apiKey: key } = await t.account());
     file = (await uploadFile(t.server.url, key, 'big.bin', content)).body;
   });

@@ -6,8 +6,11 @@
 // of s3rver's own on-disk layout (an upload is a folder of parts under
 // <bucket>/._S3rver_uploads/<uploadId>, with the object key in a `key` file),
 // so aborts really remove parts and "open uploads" reflects what s3rver holds.
+// The listing pages as S3 does (max-uploads, key-marker, upload-id-marker,
+// sorted by key then upload id) and says when each upload was initiated.
+// Tests reach this through test-s3.ts, which can use a real S3 instead.
 import { once } from 'node:events';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -51,15 +54,28 @@ function multipartExtensions(directory: string) {
     if (bucket && !key && ctx.method === 'GET' && 'uploads' in ctx.query) {
       const ids = await readdir(uploadsDir(directory, bucket)).catch(() => [] as string[]);
       const uploads = await Promise.all(
-        ids.map(async (id) => ({ id, key: await readFile(join(uploadsDir(directory, bucket), id, 'key'), 'utf8').catch(() => '') })),
+        ids.map(async (id) => {
+          const keyFile = join(uploadsDir(directory, bucket), id, 'key');
+          const [key, info] = await Promise.all([readFile(keyFile, 'utf8').catch(() => ''), stat(keyFile).catch(() => undefined)]);
+          return { id, key, initiated: info?.mtime ?? new Date() };
+        }),
       );
+      const max = Math.min(Number(ctx.query['max-uploads'] ?? 1000) || 1000, 1000);
+      const keyMarker = String(ctx.query['key-marker'] ?? '');
+      const idMarker = String(ctx.query['upload-id-marker'] ?? '');
+      const after = uploads
+        .filter((u) => u.key && (u.key > keyMarker || (u.key === keyMarker && idMarker !== '' && u.id > idMarker)))
+        .sort((a, b) => (a.key === b.key ? (a.id < b.id ? -1 : 1) : a.key < b.key ? -1 : 1));
+      const page = after.slice(0, max);
+      const last = page[page.length - 1];
+      const truncated = after.length > max && last;
       ctx.type = 'application/xml';
       ctx.body =
         '<?xml version="1.0" encoding="UTF-8"?>\n<ListMultipartUploadsResult>' +
-        `<Bucket>${xml(bucket)}</Bucket><IsTruncated>false</IsTruncated>` +
-        uploads
-          .filter((u) => u.key)
-          .map((u) => `<Upload><Key>${xml(u.key)}</Key><UploadId>${xml(u.id)}</UploadId></Upload>`)
+        `<Bucket>${xml(bucket)}</Bucket><MaxUploads>${max}</MaxUploads><IsTruncated>${truncated ? 'true' : 'false'}</IsTruncated>` +
+        (truncated ? `<NextKeyMarker>${xml(last.key)}</NextKeyMarker><NextUploadIdMarker>${xml(last.id)}</NextUploadIdMarker>` : '') +
+        page
+          .map((u) => `<Upload><Key>${xml(u.key)}</Key><UploadId>${xml(u.id)}</UploadId><Initiated>${u.initiated.toISOString()}</Initiated></Upload>`)
           .join('') +
         '</ListMultipartUploadsResult>';
       return;

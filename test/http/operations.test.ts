@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { openDatabase } from '../../src/db/client.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { BOUNDARY, multipartType } from '../helpers/multipart.js';
-import { startS3rver, type TestS3 } from '../helpers/s3rver.js';
+import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** An upload that has sent its first bytes and waits for finish(). */
@@ -77,8 +77,8 @@ describe('operations: readiness', () => {
   let s3: TestS3;
   let t: TestServer;
   before(async () => {
-    s3 = await startS3rver();
-    t = await startTestServer('pglite', s3.env('ready'));
+    s3 = await startTestS3();
+    t = await startTestServer('pglite', s3.env(s3.bucket('ready')));
   });
   after(async () => {
     await t.close();
