@@ -98,7 +98,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
     const sweeper = new Sweeper(db.prisma, store, quota);
     const sweep = async (graceSeconds = config.gcGrace) => {
       const result = await sweeper.sweep(graceSeconds);
-      if (result.uploads || result.deletes || result.failed) logger.info({ ...result }, 'swept pending objects');
+      if (result.uploads || result.deletes || result.strays || result.failed) logger.info({ ...result }, 'swept pending objects');
       return result;
     };
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);

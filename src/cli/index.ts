@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
+import { StartupError } from '../startup-error.js';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
 import { transfer, TRANSFER_USAGE } from './transfer.js';
 
@@ -113,7 +114,7 @@ async function admin(group: string | undefined, action: string | undefined, args
     case 'gc run': {
       const grace = integer('grace', values.grace);
       const res = await adminRequest(client, 'POST', '/admin/gc', grace === undefined ? {} : { grace_seconds: grace });
-      return print({ uploads: res.uploads, deletes: res.deletes, failed: res.failed });
+      return print({ uploads: res.uploads, deletes: res.deletes, strays: res.strays, failed: res.failed });
     }
     case 'plans list':
       return print((await adminRequest(client, 'GET', '/admin/plans')).plans);
@@ -165,7 +166,8 @@ main(process.argv.slice(2)).then(
     if (!keepRunning) exit(0);
   },
   (err: unknown) => {
-    const known = err instanceof CliError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const known =
+      err instanceof CliError || err instanceof ConfigError || err instanceof StartupError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(`dropstream: ${known ? (err as Error).message : String((err as Error).stack ?? err)}\n`);
     exit(1);
   },

@@ -33,9 +33,9 @@ export class PendingObjects {
   }
 
   /**
-   * A failed upload whose object is gone (`objectGone`) drops its record; one
-   * whose object could not be removed keeps it for the sweeper. Either way
-   * its slot comes back now, once.
+   * A failed upload whose object and incomplete upload are both gone
+   * (`objectGone`) drops its record; otherwise the record, with its upload
+   * id, stays for the sweeper. Either way its slot comes back now, once.
    */
   async settleFailedUpload(storageKey: string, objectGone: boolean): Promise<void> {
     const row = await this.prisma.pendingObject.findUnique({ where: { storageKey } });

@@ -29,6 +29,8 @@ const HEARTBEAT_MS = 60_000;
  */
 export class Upload {
   readonly key = newStorageKey();
+  /** The store's handle on the incomplete upload, once it has one. */
+  private uploadId?: string;
   private receiving?: Promise<Stored>;
   private done = false;
 
@@ -56,7 +58,10 @@ export class Upload {
       // destroy both and reach the store's put, which cleans up and rejects.
       await this.store.put(this.key, pipeline(body, counter, ignore), {
         maxSize: limit,
-        onStarted: (uploadId) => this.pending.setUploadId(this.key, uploadId),
+        onStarted: (uploadId) => {
+          this.uploadId = uploadId;
+          return this.pending.setUploadId(this.key, uploadId);
+        },
       });
     } finally {
       clearInterval(heartbeat);
@@ -93,7 +98,10 @@ export class Upload {
     this.done = true;
     // A write still in flight could create the object after we delete it.
     await this.receiving?.catch(ignore);
-    const objectGone = await this.store.discard(this.key).then(
+    // The put has aborted its incomplete upload already, unless the store was
+    // unreachable then; ask again, so the record (which holds the upload id)
+    // is dropped only once the abort is confirmed, never just the delete.
+    const objectGone = await this.store.discard(this.key, this.uploadId).then(
       () => true,
       (err: unknown) => {
         this.onCleanupError(err);
