@@ -91,7 +91,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
       logger.error({ err }, 'clean-up failed');
     };
     const accounts = new AccountService(db.prisma);
-    const plans = new PlanService(db.prisma);
+    const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize });
     const quota = new UploadQuota(db.prisma);
     const pending = new PendingObjects(db.prisma, quota);
     const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError });

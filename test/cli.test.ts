@@ -125,6 +125,11 @@ describe('dropstream CLI: admin commands', () => {
       expect(list.find((p: { name: string }) => p.name === 'partial')).to.deep.equal(out);
     });
 
+    it('when the objects are on the local disk, then a plan over S3\'s 5 TiB is accepted (the ceiling is the store\'s)', async () => {
+      const out = jsonLine(await cli('plans', 'set', 'vast', '--max-file-size', String(6 * 2 ** 40)));
+      expect(out.max_file_size).to.equal(6 * 2 ** 40);
+    });
+
     it('when plans set is given a new plan with one field, then the rest start switched off', async () => {
       const out = jsonLine(await cli('plans', 'set', 'sparse', '--max-file-size', '123'));
       expect(out).to.deep.equal({ name: 'sparse', api_access: false, requests_per_minute: 0, requests_per_day: 0, max_file_size: 123, daily_uploads: 0 });

@@ -13,5 +13,7 @@ export const accountErrors = {
     new AppError(403, 'plan_without_api_access', `The ${plan} plan does not include API access`),
   accountNotFound: () => new AppError(404, 'account_not_found', 'No such account'),
   planNotFound: (name: string) => new AppError(404, 'plan_not_found', `No plan named ${name}`),
+  fileSizeOverStore: (limit: number) =>
+    new AppError(400, 'invalid_request', `max_file_size: the object store holds at most ${limit} bytes in one file`),
   emailTaken: () => new AppError(409, 'email_taken', 'An account with this email already exists'),
 };

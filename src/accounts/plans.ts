@@ -1,4 +1,5 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
+import { accountErrors } from './errors.js';
 
 export interface Plan {
   name: string;
@@ -31,8 +32,16 @@ export function toPlan(row: { name: string; apiAccess: boolean; requestsPerMinut
   };
 }
 
+export interface PlanLimits {
+  /** The largest file the object store can hold (ObjectStore.maxObjectSize); no plan may allow more. */
+  maxFileSize: number;
+}
+
 export class PlanService {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly limits: PlanLimits,
+  ) {}
 
   async list(): Promise<Plan[]> {
     const rows = await this.prisma.plan.findMany({ orderBy: { id: 'asc' } });
@@ -43,6 +52,9 @@ export class PlanService {
   async set(name: string, changes: PlanChanges): Promise<Plan> {
     // Fields left out are not to be touched; undefined would also override the defaults below.
     const given = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as PlanChanges;
+    if (given.maxFileSize !== undefined && given.maxFileSize > this.limits.maxFileSize) {
+      throw accountErrors.fileSizeOverStore(this.limits.maxFileSize);
+    }
     const created = { ...NEW_PLAN_DEFAULTS, ...given };
     const row = await this.prisma.plan.upsert({
       where: { name },

@@ -50,7 +50,9 @@ export class Upload {
 
   private async write(rawFilename: string, body: Readable): Promise<Stored> {
     const filename = cleanFilename(rawFilename);
-    const limit = this.caller.plan.maxFileSize;
+    // Plans are checked against the store when set, but one set before a
+    // move to a smaller store must still be refused before the store is.
+    const limit = Math.min(this.caller.plan.maxFileSize, this.store.maxObjectSize);
     const counter = new ByteCounter(limit, () => fileErrors.tooLarge(limit));
     const heartbeat = setInterval(() => this.pending.touch(this.key).catch(this.onCleanupError), HEARTBEAT_MS).unref();
     try {

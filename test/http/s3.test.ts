@@ -68,6 +68,26 @@ for (const backend of backends) {
       expect(state).to.deep.equal({ keys: keysBefore, open: [], files: filesBefore });
     }
 
+    describe('plan sizes against what S3 holds', () => {
+      const TiB = 1024 * 1024 * MiB;
+
+      it('when a plan would allow files over 5 TiB, then the admin API refuses it with 400 naming the ceiling, and keeps the plan as it was', async () => {
+        await t.plan('s3-huge', { api_access: true, max_file_size: 5 * TiB });
+        const res = await call(`${t.server.adminUrl}/admin/plans/s3-huge`, {
+          method: 'PUT',
+          headers: { Authorization: `Bearer ${t.server.adminToken}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ max_file_size: 5 * TiB + 1 }),
+        });
+        expect(res.status).to.equal(400);
+        expect(res.body).to.deep.equal({
+          success: false,
+          error: { code: 'invalid_request', message: `max_file_size: the object store holds at most ${5 * TiB} bytes in one file` },
+        });
+        const { plans } = await t.admin('GET', '/admin/plans');
+        expect(plans.find((p: { name: string }) => p.name === 's3-huge').max_file_size).to.equal(5 * TiB);
+      });
+    });
+
     describe('a 40 MiB file', () => {
       const content = randomBytes(40 * MiB);
       let keysBefore: string[];
