@@ -40,6 +40,7 @@ const schema = z
     S3_FORCE_PATH_STYLE: flag.default(false),
     S3_PART_SIZE: integer(5 * MiB, 5 * 1024 * MiB, 'must be bytes from 5 MiB (5242880) to 5 GiB').default(8 * MiB),
     S3_PARTS_IN_FLIGHT: integer(1, 16).default(2),
+    S3_ABORT_INCOMPLETE_DAYS: integer(0, 3650).default(7),
     UPLOAD_CONCURRENCY: integer(1, 10_000).default(32),
     REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/, 'letters, digits, : _ - (at most 64)').default('dropstream'),
@@ -112,6 +113,8 @@ const schema = z
           forcePathStyle: env.S3_FORCE_PATH_STYLE,
           partSize: env.S3_PART_SIZE,
           partsInFlight: env.S3_PARTS_IN_FLIGHT,
+          /** Days after which the bucket's lifecycle rule aborts incomplete multipart uploads; 0 leaves the bucket's rules alone. */
+          abortIncompleteDays: env.S3_ABORT_INCOMPLETE_DAYS,
         }
       : undefined,
   }));

@@ -70,10 +70,18 @@ async function checkReadiness(db: Database, store: ObjectStore, redis: Redis | u
   return { ready: database === 'ok' && objects === 'ok', checks };
 }
 
-async function openStore(config: Config): Promise<ObjectStore> {
+async function openStore(config: Config, logger: Logger): Promise<ObjectStore> {
   if (!config.s3) return new LocalObjectStore({ root: join(config.dataDir, 'objects') });
   const store = new S3ObjectStore(config.s3);
   await store.ensureBucket();
+  // Which backstops remove multipart uploads nobody finished (README, Objects in S3).
+  const expiry = await store.ensureUploadExpiry();
+  const sweep = config.gcInterval > 0 ? `the sweep every ${config.gcInterval} s` : 'only `dropstream gc` (GC_INTERVAL is 0)';
+  if (expiry.rule === 'none') {
+    logger.info({ lifecycle_rule: 'none', reason: expiry.reason }, `incomplete multipart uploads: no bucket lifecycle rule (${expiry.reason}); ${sweep} aborts those unclaimed after GC_GRACE`);
+  } else {
+    logger.info({ lifecycle_rule: expiry.rule, days: expiry.days }, `incomplete multipart uploads: the bucket's lifecycle rule aborts them after ${expiry.days} days, and ${sweep} aborts those unclaimed after GC_GRACE`);
+  }
   return store;
 }
 
@@ -83,7 +91,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
   try {
     const applied = await db.migrate();
     if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
-    const store = await openStore(config);
+    const store = await openStore(config, logger);
     const uploadGate = new UploadGate(config.uploadConcurrency);
     const metrics = new Metrics(() => uploadGate.inFlight);
     const onCleanupError = (err: unknown) => {

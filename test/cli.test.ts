@@ -327,6 +327,11 @@ describe('dropstream serve', () => {
     const result = await runCli(['serve'], { DATA_DIR: dataDir, PORT: 'abc' });
     expect(failure(result)).to.match(/\bPORT\b/);
   });
+
+  it('when the object store cannot be reached, then serve exits non-zero with one line naming bucket, endpoint and cause, and no stack', async () => {
+    const result = await runCli(['serve'], { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'silent', S3_ENDPOINT: 'http://127.0.0.1:1', S3_BUCKET: 'gone', S3_FORCE_PATH_STYLE: 'true', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 'b' }, 60_000);
+    expect(failure(result)).to.equal('dropstream: S3 cannot reach bucket: gone at http://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1');
+  });
 });
 
 if (backends.includes('postgresql')) {

@@ -110,6 +110,21 @@ describe('loadConfig', () => {
     expect(config.logLevel).to.equal('info');
   });
 
+  it('when S3_PART_SIZE is outside what S3 accepts (5 MiB to 5 GiB), then the configuration is refused naming it', () => {
+    const MiB = 1024 * 1024;
+    const s3 = (S3_PART_SIZE: string) => loadConfig({ S3_BUCKET: 'uploads', S3_PART_SIZE }).s3?.partSize;
+    expect(() => s3(String(5 * MiB - 1))).to.throw(ConfigError, /S3_PART_SIZE: must be bytes from 5 MiB/);
+    expect(() => s3(String(5 * 1024 * MiB + 1))).to.throw(ConfigError, /S3_PART_SIZE/);
+    expect(s3(String(5 * MiB))).to.equal(5 * MiB);
+    expect(s3(String(5 * 1024 * MiB))).to.equal(5 * 1024 * MiB);
+  });
+
+  it('when S3_ABORT_INCOMPLETE_DAYS is unset, 0 or not a number, then 7, 0 (no rule) or a ConfigError', () => {
+    expect(loadConfig({ S3_BUCKET: 'uploads' }).s3?.abortIncompleteDays).to.equal(7);
+    expect(loadConfig({ S3_BUCKET: 'uploads', S3_ABORT_INCOMPLETE_DAYS: '0' }).s3?.abortIncompleteDays).to.equal(0);
+    expect(() => loadConfig({ S3_BUCKET: 'uploads', S3_ABORT_INCOMPLETE_DAYS: 'week' })).to.throw(ConfigError, /S3_ABORT_INCOMPLETE_DAYS/);
+  });
+
   it('when variables the server does not read are set, then they are ignored', () => {
     expect(loadConfig({ PATH: '/usr/bin', SOMETHING_ELSE: 'x' }).port).to.equal(3000);
   });
@@ -133,6 +148,7 @@ describe('loadConfig', () => {
       'S3_FORCE_PATH_STYLE',
       'S3_PART_SIZE',
       'S3_PARTS_IN_FLIGHT',
+      'S3_ABORT_INCOMPLETE_DAYS',
       'UPLOAD_CONCURRENCY',
     ]);
     for (const name of configVariables) expect(name).to.match(/^[A-Z][A-Z0-9_]*$/);
