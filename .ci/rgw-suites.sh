@@ -79,6 +79,7 @@ run_suites s3-suites \
   test/faults/crash.test.ts \
   test/faults/abort-failure.test.ts \
   test/faults/stray-uploads.test.ts \
+  test/http/download-count.test.ts \
   --grep 'local store|operations: metrics|operations: graceful shutdown' --invert
 
 run_suites real-store-only 'test/real-s3/*.test.ts'

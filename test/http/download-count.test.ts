@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
-import { startS3rver, type TestS3 } from '../helpers/s3rver.js';
+import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const run = promisify(execFile);
@@ -84,8 +84,8 @@ for (const backend of backends) {
       before(async () => {
         dir = await mkdtemp(join(tmpdir(), 'dropstream-curl-'));
         log = captureLog('info');
-        s3 = storeKind === 's3' ? await startS3rver() : undefined;
-        t = await startTestServer(backend, s3 ? s3.env(`counts-${backend}`) : {}, log.logger);
+        s3 = storeKind === 's3' ? await startTestS3() : undefined;
+        t = await startTestServer(backend, s3 ? s3.env(s3.bucket(`counts-${backend}`)) : {}, log.logger);
         ({ apiKey: key } = await t.account());
         file = (await uploadFile(t.server.url, key, 'counted.bin', content)).body;
       });
