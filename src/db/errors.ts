@@ -4,6 +4,8 @@ import { Prisma } from '../generated/prisma/client.js';
 const UNREACHABLE_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 /** Driver adapter error kinds that mean the same. */
 const UNREACHABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+/** SQLSTATEs of a server shutting down, crashed or still starting (a restart; the pool's next connection works). */
+const SHUTDOWN_STATES = new Set(['57P01', '57P02', '57P03']);
 /** What node-postgres says when a pooled connection dies under a query, or the server shuts down. */
 const DRIVER_MESSAGES = /Connection terminated|ECONNREFUSED|ECONNRESET|terminating connection due to administrator command|the database system is (starting up|shutting down)/;
 
@@ -16,8 +18,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (err instanceof Prisma.PrismaClientInitializationError) return true;
   if (err instanceof Prisma.PrismaClientKnownRequestError) {
     if (UNREACHABLE_CODES.has(err.code)) return true;
-    const kind = (err.meta?.driverAdapterError as { cause?: { kind?: string } } | undefined)?.cause?.kind;
-    return kind !== undefined && UNREACHABLE_KINDS.has(kind);
+    const cause = (err.meta?.driverAdapterError as { cause?: { kind?: string; originalCode?: string } } | undefined)?.cause;
+    return (cause?.kind !== undefined && UNREACHABLE_KINDS.has(cause.kind)) || SHUTDOWN_STATES.has(cause?.originalCode ?? '');
   }
   return err instanceof Error && DRIVER_MESSAGES.test(err.message);
 }
