@@ -28,6 +28,7 @@ const schema = z
       .string()
       .regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL')
       .optional(),
+    DATABASE_CONNECT_TIMEOUT: integer(0, 3600).default(60),
     ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
     ADMIN_PORT: port.default(3001),
     ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -72,6 +73,8 @@ const schema = z
     publicUrl: (env.PUBLIC_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, ''),
     dataDir: resolve(env.DATA_DIR),
     databaseUrl: env.DATABASE_URL,
+    /** Seconds to keep retrying an unreachable PostgreSQL at start (it may be starting too); 0 tries once. */
+    databaseConnectTimeout: env.DATABASE_CONNECT_TIMEOUT,
     adminHost: env.ADMIN_HOST,
     adminPort: env.ADMIN_PORT,
     adminToken: env.ADMIN_TOKEN,

@@ -10,6 +10,7 @@ import { resolveAdminToken } from './admin-token.js';
 import { createAdminApp, createApp, type Readiness } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/client.js';
+import { describeDatabase, waitForDatabase } from './db/wait.js';
 import { UploadQuota } from './files/quota.js';
 import { PendingObjects } from './files/pending.js';
 import { FileService } from './files/service.js';
@@ -89,6 +90,15 @@ export async function startServer(config: Config, logger = createLogger(config.l
   let redis: Redis | undefined;
   const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
   try {
+    if (config.databaseUrl) {
+      const target = describeDatabase(config.databaseUrl);
+      await waitForDatabase(() => db.prisma.$queryRawUnsafe('SELECT 1'), {
+        timeoutSeconds: config.databaseConnectTimeout,
+        target,
+        onRetry: ({ attempt, reason, retryInMs }) =>
+          logger.warn({ attempt, database: target, reason, retry_in_ms: retryInMs }, 'database not reachable, retrying'),
+      });
+    }
     const applied = await db.migrate();
     if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
     const store = await openStore(config, logger);

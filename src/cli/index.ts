@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
+import { dataDirError, StartError } from '../start-error.js';
 import { StartupError } from '../startup-error.js';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
 import { transfer, TRANSFER_USAGE } from './transfer.js';
@@ -47,7 +48,11 @@ async function serve() {
   const config = loadConfig();
   const { createLogger, startServer } = await import('../server.js');
   const logger = createLogger(config.logLevel, config.logFormat);
-  const server = await startServer(config, logger);
+  // A DATA_DIR the process cannot write (a bind mount owned by root, say) is
+  // said in one line naming the directory and the uid to give it to.
+  const server = await startServer(config, logger).catch((err: unknown) => {
+    throw dataDirError(err, config.dataDir) ?? err;
+  });
   let stopping = false;
   const stop = async (signal: string) => {
     // A second signal means "now": skip the grace period.
@@ -66,6 +71,17 @@ async function migrate() {
   const { openDatabase } = await import('../db/client.js');
   const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
   try {
+    // As serve does: a migrate job may start before its database.
+    if (config.databaseUrl) {
+      const { describeDatabase, waitForDatabase } = await import('../db/wait.js');
+      const target = describeDatabase(config.databaseUrl);
+      await waitForDatabase(() => db.prisma.$queryRawUnsafe('SELECT 1'), {
+        timeoutSeconds: config.databaseConnectTimeout,
+        target,
+        onRetry: ({ attempt, reason, retryInMs }) =>
+          process.stderr.write(`dropstream: database at ${target} not reachable (attempt ${attempt}: ${reason}), retrying in ${retryInMs} ms\n`),
+      });
+    }
     print({ applied: await db.migrate() });
   } finally {
     await db.close();
@@ -167,7 +183,11 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     const known =
-      err instanceof CliError || err instanceof ConfigError || err instanceof StartupError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+      err instanceof CliError ||
+      err instanceof ConfigError ||
+      err instanceof StartError ||
+      err instanceof StartupError ||
+      (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(`dropstream: ${known ? (err as Error).message : String((err as Error).stack ?? err)}\n`);
     exit(1);
   },

@@ -1,0 +1,31 @@
+// Reasons the server cannot start that the operator can fix. The CLI prints
+// their message as one line, without a stack trace: it is read in `docker
+// logs` or a terminal, by someone who did not write the code.
+import { userInfo } from 'node:os';
+
+export class StartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartError';
+  }
+}
+
+const DENIED = new Set(['EACCES', 'EPERM']);
+
+/**
+ * A file-system error on DATA_DIR (or under it), said as what to do: a bind
+ * mount owned by root, say, while the image runs as uid 1000. Undefined for
+ * any other error.
+ */
+export function dataDirError(err: unknown, dataDir: string): StartError | undefined {
+  const { code, path, syscall } = (err ?? {}) as NodeJS.ErrnoException;
+  if (typeof code !== 'string' || typeof path !== 'string' || !(path === dataDir || path.startsWith(`${dataDir}/`))) return undefined;
+  const failed = `${code} on ${syscall ?? 'access'} '${path}'`;
+  if (code === 'EROFS') return new StartError(`DATA_DIR ${dataDir} is on a read-only file system (${failed}): mount a writable volume there`);
+  if (!DENIED.has(code)) return new StartError(`DATA_DIR ${dataDir} cannot be used (${failed})`);
+  const { uid, gid } = userInfo();
+  return new StartError(
+    `DATA_DIR ${dataDir} is not writable by this process, uid ${uid} gid ${gid} (${failed}): ` +
+      `chown -R ${uid}:${gid} the directory (on the host, for a bind mount), or mount a named volume there`,
+  );
+}
