@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const adminTokenPath = (dataDir: string) => join(dataDir, 'admin-token');
 
@@ -20,6 +21,19 @@ export async function resolveAdminToken(configured: string | undefined, dataDir:
   const token = randomBytes(32).toString('base64url');
   await mkdir(dataDir, { recursive: true });
   // 'wx' refuses to overwrite a token another process wrote meanwhile.
-  await writeFile(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
-  return token;
+  try {
+    await writeFile(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
+    return token;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  // Replicas sharing DATA_DIR (compose --scale) start together: the first to
+  // create the file wins and its token is everyone's. It writes the token
+  // just after creating the file, so read until it is there.
+  for (let tries = 0; tries < 100; tries++) {
+    const winner = (await readFile(path, 'utf8')).trim();
+    if (winner) return winner;
+    await sleep(10);
+  }
+  throw new Error(`${path} exists but stays empty: remove it, or set ADMIN_TOKEN`);
 }
