@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # dropstream: build on the Node LTS image, run the compiled server as the
 # unprivileged `node` user. The build stage and the runtime stage use the same
 # base image (test/compose.test.ts checks they share a Node major).
@@ -12,8 +11,17 @@ WORKDIR /app
 # are not copied yet; it runs below instead. No dependency needs its own
 # install script: @prisma/engines would only download a native engine that
 # `prisma generate` does not run (see scripts/generate.mjs).
+# No `# syntax=` line: it would pull a Dockerfile frontend image at build
+# time; the cache and secret mounts below work with the BuildKit built into
+# Docker 20.10 and later, so air-gapped hosts can build.
+#
+# Behind a TLS-intercepting proxy, npm needs the proxy's CA: pass it as a build
+# secret, `docker build --secret id=npm_ca,src=/path/to/ca.pem .`. It is
+# mounted for this step only and never stored in a layer or in the image.
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
+    --mount=type=secret,id=npm_ca \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
     npm ci --ignore-scripts --no-audit --no-fund
 
 COPY tsconfig.json tsconfig.build.json prisma.config.ts ./
@@ -36,11 +44,18 @@ WORKDIR /app
 
 # MALLOC_*: what `npm start` sets; glibc hands freed upload part buffers back
 # to the system at once (README, "Objects in S3 or MinIO").
+# SHUTDOWN_TIMEOUT=7: `docker stop` sends SIGTERM and, by default, SIGKILL
+# 10 s later; 7 s for requests in progress to finish leaves 3 s to clean up
+# cut uploads and close (measured: 0.4-1.7 s after cutting an upload and a
+# download, the latter on a busy 2-core machine). Give a longer grace period together with a longer
+# timeout (compose: stop_grace_period 45s and SHUTDOWN_TIMEOUT=30; docker run
+# --stop-timeout; Kubernetes terminationGracePeriodSeconds, 30 by default).
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
     MALLOC_MMAP_THRESHOLD_=131072 \
     HOST=0.0.0.0 \
-    DATA_DIR=/data
+    DATA_DIR=/data \
+    SHUTDOWN_TIMEOUT=7
 
 # Owned by root and read-only to the server: the process cannot rewrite its own code.
 COPY --from=build /app/package.json ./package.json
@@ -52,8 +67,13 @@ COPY --from=build /app/prisma ./prisma
 COPY bin ./bin
 
 # DATA_DIR: PGlite and local objects when no DATABASE_URL / S3 is set, and the
-# generated admin token. A named volume mounted here starts with this ownership.
-RUN mkdir -p /data && chown node:node /data
+# generated admin token. A named volume mounted here starts with this
+# ownership; a bind mount keeps its host owner, which must be uid 1000 (the
+# server says so in one line if it cannot write there).
+# `dropstream` on PATH, so `docker exec <container> dropstream accounts create`
+# works as the README's commands do outside the image.
+RUN mkdir -p /data && chown node:node /data \
+    && ln -s /app/bin/dropstream.js /usr/local/bin/dropstream
 USER node
 
 EXPOSE 3000
@@ -64,4 +84,5 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
 # Node is PID 1 and handles SIGTERM itself (graceful shutdown, SHUTDOWN_TIMEOUT).
+STOPSIGNAL SIGTERM
 CMD ["node", "bin/dropstream.js", "serve"]
