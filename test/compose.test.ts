@@ -1,10 +1,13 @@
 // The deployment files, read as docker and compose read them: docker-compose.yml
-// (interpolated from .env.example), the Dockerfile and .dockerignore. No Docker
-// engine needed.
+// (interpolated from .env.example), the Caddyfile, the Dockerfile and
+// .dockerignore. No Docker engine needed, and none can run the compose stack
+// here (its images cannot be pulled); the image itself is built and run by
+// the Docker smoke test (test/docker/image.smoke.ts, .ci/docker-smoke).
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { parse } from 'yaml';
 import { configVariables, loadConfig } from '../src/config.js';
+import { createListener } from '../src/listener.js';
 
 const read = (name: string) => readFileSync(new URL(`../${name}`, import.meta.url), 'utf8');
 
@@ -14,6 +17,8 @@ interface Service {
   command?: string | string[];
   environment?: Record<string, string | number | boolean | null> | string[];
   ports?: (string | { target: number; published?: string | number; host_ip?: string })[];
+  expose?: (string | number)[];
+  container_name?: string;
   volumes?: (string | { type?: string; source?: string; target: string })[];
   depends_on?: string[] | Record<string, { condition?: string }>;
   healthcheck?: { test?: string | string[]; disable?: boolean };
@@ -105,9 +110,23 @@ function publishedPorts(svc: Service): { hostIp: string; container: number }[] {
   });
 }
 
+/** Every volume of a service as source and target (bind mounts included). */
+function namedOrBound(svc: Service): { source: string; target: string }[] {
+  return (svc.volumes ?? []).map((v) =>
+    typeof v === 'string' ? { source: v.split(':')[0] ?? '', target: v.split(':')[1] ?? '' } : { source: v.source ?? '', target: v.target },
+  );
+}
+
+/** The Caddyfile's sites (`:port { ... }`), each with its one dynamic upstream (`dynamic a name port`). */
+const caddyfile = read('Caddyfile');
+const caddySites = [...caddyfile.matchAll(/^:(\d+) \{\n([\s\S]*?)\n\}$/gm)].map(([, port, body = '']) => {
+  const upstream = /dynamic a (\S+) (\d+)/.exec(body);
+  return { port: Number(port), upstream: upstream ? `${upstream[1]}:${upstream[2]}` : '', body };
+});
+
 describe('docker-compose.yml', () => {
-  it('when the file is parsed, then it defines app, postgres, redis, minio and minio-init', () => {
-    expect(Object.keys(services)).to.have.members(['app', 'postgres', 'redis', 'minio', 'minio-init']);
+  it('when the file is parsed, then it defines proxy, app, postgres, redis, minio and minio-init', () => {
+    expect(Object.keys(services)).to.have.members(['proxy', 'app', 'postgres', 'redis', 'minio', 'minio-init']);
   });
 
   it('when a service keeps running, then it has a healthcheck with a test command', () => {
@@ -131,7 +150,7 @@ describe('docker-compose.yml', () => {
 
   it('when a service pulls an image, then its tag pins a major version or a release, never latest', () => {
     const pulled = Object.entries(services).filter(([, svc]) => !svc.build);
-    expect(pulled.length).to.equal(4);
+    expect(pulled.length).to.equal(5);
     for (const [name, svc] of pulled) {
       const image = svc.image ?? '';
       const tag = image.lastIndexOf(':') > image.lastIndexOf('/') ? image.slice(image.lastIndexOf(':') + 1) : '';
@@ -194,12 +213,59 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('when ports are published, then only the public API listens beyond the host loopback', () => {
+  it('when ports are published, then only the public API listens beyond the host loopback, the admin API on it', () => {
     const open = Object.entries(services).flatMap(([name, svc]) =>
       publishedPorts(svc).filter((p) => p.hostIp !== '127.0.0.1').map((p) => `${name}:${p.container}`),
     );
-    expect(open).to.deep.equal(['app:3000']);
-    expect(publishedPorts(service('app'))).to.deep.include({ hostIp: '127.0.0.1', container: 3001 });
+    expect(open).to.deep.equal(['proxy:3000']);
+    expect(publishedPorts(service('proxy'))).to.deep.include({ hostIp: '127.0.0.1', container: 3001 });
+  });
+
+  it('when the app is scaled (--scale app=3), then no replica claims a host port or a container name', () => {
+    const app = service('app');
+    expect(app.ports ?? []).to.deep.equal([]);
+    expect(app.container_name).to.equal(undefined);
+    const config = loadConfig(environmentOf('app'));
+    expect((app.expose ?? []).map(Number)).to.have.members([config.port, config.adminPort]);
+  });
+
+  it('when requests reach the proxy, then it spreads them over every replica of app, on the ports the app listens on', () => {
+    const config = loadConfig(environmentOf('app'));
+    const proxy = service('proxy');
+    expect(namedOrBound(proxy)).to.deep.include({ source: './Caddyfile', target: '/etc/caddy/Caddyfile' });
+    expect(proxy.depends_on).to.deep.equal({ app: { condition: 'service_healthy' } });
+    const published = publishedPorts(proxy).map((p) => p.container);
+    // Each published port is a Caddy site whose upstreams are every address of `app` (Docker's DNS gives one per replica).
+    expect(caddySites.map((site) => [site.port, site.upstream])).to.deep.equal([
+      [published[0], `app:${config.port}`],
+      [published[1], `app:${config.adminPort}`],
+    ]);
+    for (const site of caddySites) {
+      expect(site.body, `site :${site.port}`).to.match(/lb_try_duration \d+s/);
+      expect(site.body, `site :${site.port}`).to.match(/refresh \d+s/);
+    }
+  });
+
+  it('when the proxy reuses a connection to a replica, then it drops idle ones before the app does', () => {
+    const appKeepAliveMs = createListener(() => {}, { headersSeconds: 20, idleSeconds: 60 }).keepAliveTimeout;
+    for (const site of caddySites) {
+      const keepalive = /keepalive (\d+)s/.exec(site.body)?.[1];
+      expect(Number(keepalive) * 1000, `site :${site.port} keepalive`).to.be.below(appKeepAliveMs);
+    }
+  });
+
+  it('when the app is behind the proxy, then it takes the client address from X-Forwarded-For', () => {
+    expect(loadConfig(environmentOf('app')).trustProxy).to.equal(true);
+  });
+
+  it('when the proxy is stopped, then docker waits longer than Caddy\'s grace period', () => {
+    const grace = /grace_period (\d+s)/.exec(caddyfile)?.[1] ?? expect.fail('no grace_period in Caddyfile');
+    expect(seconds(service('proxy').stop_grace_period ?? '10s')).to.be.greaterThan(seconds(grace));
+  });
+
+  it('when compose checks PostgreSQL, then over TCP as the app connects, not the Unix socket', () => {
+    const test = (service('postgres').healthcheck?.test as string[]).join(' ');
+    expect(test).to.match(/pg_isready -h 127\.0\.0\.1 /);
   });
 
   it('when the app is stopped, then docker waits longer than SHUTDOWN_TIMEOUT before killing it', () => {
@@ -282,6 +348,33 @@ describe('Dockerfile', () => {
     for (const setting of ['NODE_ENV=production', 'MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072', 'HOST=0.0.0.0', 'DATA_DIR=/data']) {
       expect(env).to.include(setting);
     }
+  });
+
+  it('when the image is built on a host with no registry, then no syntax directive pulls a Dockerfile frontend', () => {
+    expect(read('Dockerfile')).to.not.match(/^#\s*syntax\s*=/im);
+  });
+
+  it('when npm ci runs behind a TLS-intercepting proxy, then its CA comes as a build secret and is never stored', () => {
+    const build = stages[0]?.lines ?? [];
+    const install = build.find(([op, args]) => op === 'RUN' && args.includes('npm ci'))?.[1] ?? '';
+    expect(install).to.include('--mount=type=secret,id=npm_ca');
+    expect(install).to.include('NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca');
+    const stored = stages.flatMap((stage) => stage.lines).filter(([op, args]) => ['COPY', 'ADD', 'ENV', 'ARG'].includes(op) && /\b(ca|cert)/i.test(args));
+    expect(stored).to.deep.equal([]);
+  });
+
+  it('when `docker stop` sends SIGTERM and SIGKILL 10 s later (its default), then the image drains for less', () => {
+    expect(last('STOPSIGNAL')).to.equal('SIGTERM');
+    const env = runtime.lines.filter(([op]) => op === 'ENV').map(([, args]) => args).join(' ');
+    const timeout = Number(/\bSHUTDOWN_TIMEOUT=(\d+)/.exec(env)?.[1]);
+    // What is left after the drain: cut uploads clean up, then the store, Redis and the database close.
+    expect(10 - timeout).to.be.at.least(3);
+    expect(loadConfig({ SHUTDOWN_TIMEOUT: String(timeout) }).shutdownTimeout).to.equal(timeout);
+  });
+
+  it('when an operator runs `docker exec <container> dropstream ...`, then dropstream is on PATH', () => {
+    const run = runtime.lines.filter(([op]) => op === 'RUN').map(([, args]) => args).join(' ');
+    expect(run).to.include('ln -s /app/bin/dropstream.js /usr/local/bin/dropstream');
   });
 
   it('when the build context is sent, then dependencies, build output, local data and secrets stay out', () => {
