@@ -4,8 +4,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
-import { dataDirError, StartError } from '../start-error.js';
-import { StartupError } from '../startup-error.js';
+import { dataDirError, StartupError } from '../startup-error.js';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
 import { transfer, TRANSFER_USAGE } from './transfer.js';
 
@@ -185,7 +184,6 @@ main(process.argv.slice(2)).then(
     const known =
       err instanceof CliError ||
       err instanceof ConfigError ||
-      err instanceof StartError ||
       err instanceof StartupError ||
       (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(`dropstream: ${known ? (err as Error).message : String((err as Error).stack ?? err)}\n`);

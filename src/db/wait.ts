@@ -3,7 +3,7 @@
 // first refused connection, try again with back-off for a bounded time, then
 // give up with one line that says what was tried.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StartError } from '../start-error.js';
+import { StartupError } from '../startup-error.js';
 import { isDatabaseUnavailable } from './errors.js';
 
 export interface WaitOptions {
@@ -40,7 +40,7 @@ function reasonOf(err: unknown): string {
  * Runs `probe` (a trivial query) until it succeeds. Failures that mean "not
  * there yet" are retried until `timeoutSeconds` have passed; any other
  * failure (wrong password, no such database) ends the wait at once. Either
- * way the error is a StartError: one line, no stack trace.
+ * way the error is a StartupError: one line, no stack trace.
  */
 export async function waitForDatabase(probe: () => Promise<unknown>, options: WaitOptions): Promise<void> {
   const deadline = Date.now() + options.timeoutSeconds * 1000;
@@ -60,10 +60,10 @@ export async function waitForDatabase(probe: () => Promise<unknown>, options: Wa
     } catch (err) {
       const reason = reasonOf(err);
       const retryable = err instanceof NoAnswer || isDatabaseUnavailable(err);
-      if (!retryable) throw new StartError(`cannot use the database at ${options.target}: ${reason}`);
+      if (!retryable) throw new StartupError(`cannot use the database at ${options.target}: ${reason}`);
       const left = deadline - Date.now();
       if (left <= 0) {
-        throw new StartError(
+        throw new StartupError(
           `database at ${options.target} not reachable after ${options.timeoutSeconds} s (${attempt} attempt${attempt > 1 ? 's' : ''}): ${reason}; DATABASE_CONNECT_TIMEOUT sets how long to wait`,
         );
       }

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { configVariables } from '../../src/config.js';
 import { waitForDatabase } from '../../src/db/wait.js';
-import { StartError } from '../../src/start-error.js';
+import { StartupError } from '../../src/startup-error.js';
 import { uploadFile } from '../helpers/client.js';
 import { createPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
 
@@ -218,7 +218,7 @@ describe('waitForDatabase back-off', () => {
       onRetry: ({ retryInMs }) => pauses.push(retryInMs),
     });
     const err = await wait.then(() => undefined, (e: unknown) => e);
-    expect(err).to.be.instanceOf(StartError);
+    expect(err).to.be.instanceOf(StartupError);
     expect(Date.now() - started).to.be.within(480, 700);
     expect(pauses.slice(0, 4)).to.deep.equal([20, 40, 80, 80]);
     expect(pauses.slice(4).every((ms) => ms <= 80)).to.equal(true);
