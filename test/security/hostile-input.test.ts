@@ -623,11 +623,30 @@ async function snapshot(c: Ctx): Promise<Snapshot> {
   };
 }
 
+/**
+ * How long clean-up after a hang-up may take before a test calls it a leak.
+ * Generous: on a loaded 2-core machine an abort waited 2 s for its turn.
+ * A state that is already right returns at once.
+ */
+const SETTLE_MS = 10_000;
+
+/**
+ * Waits until no upload of an earlier test is still in flight or pending, so
+ * its late clean-up cannot show up as this test's leftover.
+ */
+async function settled(c: Ctx): Promise<void> {
+  for (let waited = 0; waited < SETTLE_MS; waited += 20) {
+    const { inFlight, pending } = await snapshot(c);
+    if (inFlight === 0 && pending === 0 && (await c.t.tempFiles()).length === 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** Waits for the state to equal `expected` (clean-up after a hang-up is asynchronous), then asserts it. */
 async function expectState(c: Ctx, expected: Snapshot) {
   let now = await snapshot(c);
   let temp = await c.t.tempFiles();
-  for (let i = 0; i < 100 && (JSON.stringify(now) !== JSON.stringify(expected) || temp.length > 0); i++) {
+  for (let i = 0; i < SETTLE_MS / 20 && (JSON.stringify(now) !== JSON.stringify(expected) || temp.length > 0); i++) {
     await new Promise((r) => setTimeout(r, 20));
     now = await snapshot(c);
     temp = await c.t.tempFiles();
@@ -670,6 +689,7 @@ for (const backend of backends) {
           it(`when ${row.when}, then ${expectation(row)}`, async () => {
             const { accountId, apiKey } = await t.account();
             const c: Ctx = { t, accountId, key: apiKey, victim };
+            await settled(c);
             const before = await snapshot(c);
             const res = await row.send(c);
 
