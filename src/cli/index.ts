@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
+import { DataDirLockedError } from '../db/data-dir-lock.js';
 import { dataDirError, StartupError } from '../startup-error.js';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
 import { transfer, TRANSFER_USAGE } from './transfer.js';
@@ -68,7 +69,14 @@ async function serve() {
 async function migrate() {
   const config = loadConfig();
   const { openDatabase } = await import('../db/client.js');
-  const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
+  const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') }).catch(
+    (err: unknown) => {
+      if (!(err instanceof DataDirLockedError)) throw err;
+      // The holder is almost always a running server, which migrated at its start.
+      const { pid, hostname } = err.holder;
+      throw new CliError(`cannot migrate ${err.dir}: process ${pid} on ${hostname} has it open (a running server applies migrations itself at start); stop it first`);
+    },
+  );
   try {
     // As serve does: a migrate job may start before its database.
     if (config.databaseUrl) {
