@@ -11,6 +11,8 @@ import { PrismaClient } from '../generated/prisma/client.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { applyMigrations } from './migrate.js';
 import { pendingMigrations } from './pending.js';
+import { seedFromTemplate } from './pglite-template.js';
+import { keepWasmOnBaselineTier } from './wasm-tiering.js';
 
 export type { PrismaClient };
 
@@ -34,6 +36,15 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/**
+ * PGlite's own defaults plus a smaller buffer pool. PostgreSQL's default
+ * `shared_buffers=128MB` is sized for a server process of its own; here the
+ * pool lives inside our process's WebAssembly memory, and our tables are
+ * small and hot (accounts, keys, plans, file rows). 16 MB measured 95-128 MiB
+ * less resident memory.
+ */
+const PGLITE_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let factory: SqlMigrationAwareDriverAdapterFactory;
   let closeDriver: () => Promise<void>;
@@ -41,10 +52,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     factory = new PrismaPg({ connectionString: options.url });
     closeDriver = async () => {};
   } else {
-    const lock = options.pgliteDir ? await lockFolder(options.pgliteDir) : undefined;
+    const lock = options.pgliteDir ? await lockAndSeed(options.pgliteDir) : undefined;
+    keepWasmOnBaselineTier();
     let pglite: PGlite;
     try {
-      pglite = await PGlite.create(options.pgliteDir);
+      pglite = await PGlite.create(options.pgliteDir, { startParams: PGLITE_START_PARAMS });
     } catch (err) {
       await lock?.release();
       throw err;
@@ -67,9 +79,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   };
 }
 
-async function lockFolder(dir: string) {
+/** Takes the folder's lock, then makes sure it holds a database (a copy of the template if it is new). */
+async function lockAndSeed(dir: string) {
   await mkdir(dirname(dir), { recursive: true });
   const lock = await lockDataDir(dir);
-  await mkdir(dir, { recursive: true });
+  try {
+    if (!(await seedFromTemplate(dir))) await mkdir(dir, { recursive: true });
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
   return lock;
 }

@@ -1,0 +1,80 @@
+// A new embedded database starts as a copy of one made at build time.
+// PGlite's own first start runs initdb inside the process: a second
+// PostgreSQL instance, a byte copy of its 128 MiB WebAssembly heap restored
+// before every step, and the result as a tarball in memory. That took the
+// first start to a peak of 530 MiB for PGlite alone (1,065 MiB for the whole
+// server before the other fixes), against 140 MiB for opening an existing
+// database. `npm run build` (scripts/pglite-template.mjs) pays that once, in
+// a process of its own; a first start copies the files, which costs no memory.
+import { createRequire } from 'node:module';
+import { cp, mkdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+
+/** dist/ of this package, from src/db or dist/db alike. */
+const dist = fileURLToPath(new URL('../../dist/', import.meta.url));
+export const templateDir = join(dist, 'pglite-template');
+const stampPath = join(dist, 'pglite-template.json');
+
+/** The installed PGlite's version: a template is only used by the version that made it. */
+async function pgliteVersion(): Promise<string> {
+  const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  let dir = dirname(entry);
+  for (;;) {
+    const manifest = await readFile(join(dir, 'package.json'), 'utf8').catch(() => undefined);
+    if (manifest) {
+      const { name, version } = JSON.parse(manifest) as { name?: string; version: string };
+      if (name === '@electric-sql/pglite') return version;
+    }
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${entry}`);
+    dir = dirname(dir);
+  }
+}
+
+async function templateReady(): Promise<boolean> {
+  const stamp = await readFile(stampPath, 'utf8').then((s) => JSON.parse(s) as { pglite?: string }, () => undefined);
+  return stamp?.pglite === (await pgliteVersion()) && (await exists(join(templateDir, 'PG_VERSION')));
+}
+
+const exists = (path: string) => stat(path).then(() => true, () => false);
+
+/** Makes dist/pglite-template unless one for the installed PGlite is there; returns whether it made one. */
+export async function buildTemplate(): Promise<boolean> {
+  if (await templateReady()) return false;
+  const building = `${templateDir}.${process.pid}.tmp`;
+  await rm(building, { recursive: true, force: true });
+  await mkdir(dirname(building), { recursive: true });
+  const pglite = await PGlite.create(building);
+  await pglite.close();
+  await rm(templateDir, { recursive: true, force: true });
+  await rename(building, templateDir);
+  await writeFile(stampPath, `${JSON.stringify({ pglite: await pgliteVersion() })}\n`);
+  return true;
+}
+
+/**
+ * Fills the folder `dir` from the template when it holds no database yet
+ * (copied next to it, then renamed, so a crash never leaves half a
+ * database). Without a template (a build that did not make one), PGlite runs
+ * initdb itself as before. The caller holds the folder's lock.
+ */
+export async function seedFromTemplate(dir: string): Promise<boolean> {
+  if (await exists(join(dir, 'PG_VERSION'))) return false;
+  if (!(await templateReady())) return false;
+  const copying = `${dir}.seeding`;
+  await rm(copying, { recursive: true, force: true });
+  await cp(templateDir, copying, { recursive: true });
+  // An empty folder gives way. One with files but no database (an initdb
+  // that died) is left to PGlite, as it would be without a template.
+  const cleared = await rmdir(dir).then(
+    () => true,
+    (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+  );
+  if (!cleared) {
+    await rm(copying, { recursive: true, force: true });
+    return false;
+  }
+  await rename(copying, dir);
+  return true;
+}
