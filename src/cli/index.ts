@@ -48,22 +48,27 @@ async function serve() {
   const config = loadConfig();
   const { createLogger, startServer } = await import('../server.js');
   const logger = createLogger(config.logLevel, config.logFormat);
-  // A DATA_DIR the process cannot write (a bind mount owned by root, say) is
-  // said in one line naming the directory and the uid to give it to.
-  const server = await startServer(config, logger).catch((err: unknown) => {
-    throw dataDirError(err, config.dataDir) ?? err;
-  });
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
   let stopping = false;
   const stop = async (signal: string) => {
     // A second signal means "now": skip the grace period.
     if (stopping) process.exit(1);
     stopping = true;
     logger.info({ signal, timeout_s: config.shutdownTimeout }, 'shutting down');
+    // Still starting, so nothing is served yet: stop at once (the DATA_DIR lock goes with the process).
+    if (!server) process.exit(0);
     await server.close();
     process.exit(0);
   };
+  // Before starting: without a handler, a SIGTERM in the instant after the
+  // listeners open would kill the process without closing anything.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // A DATA_DIR the process cannot write (a bind mount owned by root, say) is
+  // said in one line naming the directory and the uid to give it to.
+  server = await startServer(config, logger).catch((err: unknown) => {
+    throw dataDirError(err, config.dataDir) ?? err;
+  });
 }
 
 async function migrate() {
