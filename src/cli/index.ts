@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from '../config.js';
 import { DataDirLockedError } from '../db/data-dir-lock.js';
 import { dataDirError, StartupError } from '../startup-error.js';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
+import { holdProcessWarnings } from './process-log.js';
 import { transfer, TRANSFER_USAGE } from './transfer.js';
 
 const USAGE = `usage:
@@ -46,8 +47,10 @@ function required(name: string, value: string | undefined): string {
 // loading Prisma and PGlite takes most of a second the admin commands do not need.
 async function serve() {
   const config = loadConfig();
+  const processLog = holdProcessWarnings();
   const { createLogger, startServer } = await import('../server.js');
   const logger = createLogger(config.logLevel, config.logFormat);
+  processLog.logTo(logger);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   let stopping = false;
   const stop = async (signal: string) => {

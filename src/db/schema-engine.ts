@@ -9,7 +9,7 @@ import * as bindings from '@prisma/schema-engine-wasm/schema_engine_bg';
 
 export type SchemaEngine = bindings.SchemaEngine;
 
-// @types/node for Node 20 does not declare the WebAssembly global; this is the part we use.
+// The WebAssembly global is in TypeScript's DOM library, not in @types/node; this is the part we use.
 declare const WebAssembly: {
   compile(bytes: Uint8Array): Promise<object>;
   instantiate(module: object, imports: Record<string, unknown>): Promise<{ exports: Record<string, unknown> }>;

@@ -11,6 +11,10 @@ export interface ServerProcess {
   adminUrl: string;
   adminToken: string;
   child: ChildProcess;
+  /** Every line the server wrote to stdout so far. */
+  stdoutLines: string[];
+  /** Everything the server wrote to stderr so far. */
+  stderr(): string;
   /** Calls the admin API; throws unless 2xx. */
   admin(method: string, path: string, body?: unknown): Promise<any>;
   kill(signal?: NodeJS.Signals): Promise<void>;
@@ -23,8 +27,10 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
+  const stdoutLines: string[] = [];
   const ready = await new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
+      stdoutLines.push(line);
       try {
         const entry = JSON.parse(line);
         if (entry.msg === 'dropstream listening') resolve(entry);
@@ -37,6 +43,8 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     ...ready,
     adminToken,
     child,
+    stdoutLines,
+    stderr: () => stderr,
     async admin(method, path, body) {
       const res = await fetch(ready.adminUrl + path, {
         method,
@@ -49,9 +57,10 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     },
     async kill(signal = 'SIGKILL') {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = once(child, 'exit');
+      // 'close', not 'exit': by then stdout and stderr are drained.
+      const closed = once(child, 'close');
       child.kill(signal);
-      await exited;
+      await closed;
     },
   };
 }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# CI: production installs, as an operator makes them, in a temporary copy of
+# the repository (the committed files only), each followed by a server start
+# that must answer /healthz and /readyz. Timed.
+#   1. A fresh clone: `npm ci --omit=dev`, then `npm start` (postinstall builds
+#      with the compiler and Prisma CLI that --omit=dev keeps as optional peers).
+#   2. The Docker image's way: dist/ kept from 1, `npm ci --omit=dev --omit=optional`
+#      (no compiler at all), then `node bin/dropstream.js serve`.
+# Needs node and npm on PATH (.ci/run puts Node 24 first).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+work="$(mktemp -d /tmp/dropstream-prod-XXXXXX)"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]]; then kill -TERM -- "-$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+git ls-files -z | xargs -0 cp --parents -t "$work"
+cd "$work"
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
+
+# Starts `$@` in its own process group, waits for /healthz, checks /readyz, stops it.
+serve_and_check() {
+  local port=$((20000 + RANDOM % 20000)) started
+  started="$(now)"
+  PORT="$port" ADMIN_PORT=0 HOST=127.0.0.1 DATA_DIR="$work/data" setsid "$@" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 120); do
+    if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then break; fi
+    if ! kill -0 "$server_pid" 2>/dev/null; then cat "$work/server.log"; echo "server exited before answering"; exit 1; fi
+    sleep 0.5
+  done
+  curl -fsS "http://127.0.0.1:$port/healthz"
+  echo
+  curl -fsS "http://127.0.0.1:$port/readyz"
+  echo
+  echo "  answered /healthz $(since "$started") after the start command"
+  kill -TERM -- "-$server_pid"
+  wait "$server_pid" || true
+  server_pid=""
+  if grep -v '^{' "$work/server.log"; then echo "non-JSON lines in the server's output (above)"; exit 1; fi
+}
+
+echo "== production install of a fresh copy: npm ci --omit=dev"
+t="$(now)"
+npm ci --omit=dev --no-audit --no-fund --loglevel=error
+echo "  npm ci --omit=dev: $(since "$t")"
+for dev in mocha chai tsx s3rver; do
+  if [[ -e "node_modules/$dev" ]]; then echo "devDependency $dev was installed"; exit 1; fi
+done
+[[ -f dist/.build-stamp && -f dist/pglite-template/PG_VERSION ]] || { echo "postinstall did not build dist/"; exit 1; }
+serve_and_check npm start --silent
+
+echo "== without optional packages (no compiler): npm ci --omit=dev --omit=optional, dist/ kept"
+t="$(now)"
+npm ci --omit=dev --omit=optional --no-audit --no-fund --loglevel=error
+echo "  npm ci --omit=dev --omit=optional: $(since "$t")"
+if [[ -e node_modules/typescript ]]; then echo "typescript is still installed"; exit 1; fi
+rm -rf "$work/data"
+serve_and_check node bin/dropstream.js serve
+echo "production installs: ok"

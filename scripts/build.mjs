@@ -1,0 +1,94 @@
+// `npm run build`: the Prisma client (scripts/generate.mjs), TypeScript to
+// dist/ (tsconfig.build.json: emit only, no type check; `npm run typecheck`
+// and CI check types), and the embedded database's template
+// (scripts/pglite-template.mjs). Then it stamps dist/ with a hash of what it
+// was built from.
+//
+// `--if-needed` (postinstall, prestart) builds only when dist/ is missing or
+// was built from other sources, and only when the build tools are
+// installed. A production install (`npm ci --omit=dev`) has them as optional
+// peers of @prisma/client, and the build needs no type packages, so a fresh
+// clone builds there too. An install without them (`--omit=optional`, as in
+// the Docker image) keeps the dist/ it was given; without one it says so and
+// leaves the install alone, so `npm ci --omit=dev --omit=optional` can run
+// before dist/ is copied in.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const stampPath = join(root, 'dist', '.build-stamp');
+const INPUTS = [
+  'src',
+  'prisma',
+  'scripts/build.mjs',
+  'scripts/generate.mjs',
+  'scripts/pglite-template.mjs',
+  'prisma.config.ts',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'package-lock.json',
+];
+
+async function files(path) {
+  const entries = await readdir(path, { withFileTypes: true }).catch((err) => (err.code === 'ENOTDIR' ? null : Promise.reject(err)));
+  if (!entries) return [path];
+  const nested = await Promise.all(
+    entries
+      .filter((e) => !(e.isDirectory() && relative(root, join(path, e.name)) === join('src', 'generated')))
+      .map((e) => files(join(path, e.name))),
+  );
+  return nested.flat();
+}
+
+/** A hash of every input's path and content. */
+async function sourceHash() {
+  const hash = createHash('sha256');
+  for (const input of INPUTS) {
+    for (const file of (await files(join(root, input))).sort()) {
+      hash.update(`${relative(root, file)}\0`);
+      hash.update(await readFile(file));
+      hash.update('\0');
+    }
+  }
+  return hash.digest('hex');
+}
+
+function haveBuildTools() {
+  const require = createRequire(join(root, 'package.json'));
+  try {
+    require.resolve('typescript/package.json');
+    require.resolve('prisma/package.json');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function run(args) {
+  const result = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+const ifNeeded = process.argv.includes('--if-needed');
+const hash = await sourceHash();
+const stamp = await readFile(stampPath, 'utf8').then((s) => s.trim(), () => undefined);
+if (ifNeeded && stamp === hash) process.exit(0);
+if (ifNeeded && !haveBuildTools()) {
+  process.stderr.write(
+    stamp
+      ? 'dropstream: dist/ was built from other sources and the build tools are not installed; using it as it is\n'
+      : 'dropstream: no build in dist/ and no build tools installed (typescript, prisma): build with `npm ci && npm run build`, or copy dist/ from a build\n',
+  );
+  process.exit(0);
+}
+const started = Date.now();
+run([join(root, 'scripts', 'generate.mjs')]);
+const typescript = dirname(createRequire(join(root, 'package.json')).resolve('typescript/package.json'));
+run([join(typescript, 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')]);
+run([join(root, 'scripts', 'pglite-template.mjs')]);
+await writeFile(stampPath, `${hash}\n`);
+if (ifNeeded) console.log(`dropstream: built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s`);
