@@ -51,6 +51,13 @@ function onlyLine(result: CliResult): string {
   return result.stdout.slice(0, -1);
 }
 
+/** Checks success: exit 0, nothing on stderr; returns stdout. */
+function onlyLines(result: CliResult): string {
+  expect(result.stderr, 'stderr').to.equal('');
+  expect(result.code, 'exit code').to.equal(0);
+  return result.stdout;
+}
+
 /** Checks a failure: exit 1, nothing on stdout, one `dropstream: ...` line on stderr; returns it. */
 function failure(result: CliResult): string {
   expect(result.code, 'exit code').to.equal(1);
@@ -182,6 +189,31 @@ describe('dropstream upload and download', () => {
     const res = await fetch(t.url(printed));
     expect(res.status).to.equal(200);
     expect(await res.text()).to.equal('hello, env');
+  });
+
+  // Like the admin commands follow ADMIN_PORT: a CLI next to the server reads the server's own settings.
+  it('when only the server\'s PORT is set, then upload finds the server at http://localhost:$PORT', async () => {
+    const small = join(sourceDir, 'port.txt');
+    await writeFile(small, 'hello, port');
+    const port = new URL(t.server.url).port;
+    const printed = onlyLine(await runCli(['upload', small], { env: { DROPSTREAM_API_KEY: key, PORT: port } }));
+    expect(await (await fetch(t.url(printed))).text()).to.equal('hello, port');
+  });
+
+  it('when PUBLIC_URL is set, then upload sends to it, and DROPSTREAM_SERVER still wins over it', async () => {
+    const small = join(sourceDir, 'public.txt');
+    await writeFile(small, 'hello, public url');
+    const printed = onlyLine(await runCli(['upload', small], { env: { DROPSTREAM_API_KEY: key, PUBLIC_URL: t.server.url, PORT: '1' } }));
+    expect(await (await fetch(t.url(printed))).text()).to.equal('hello, public url');
+    const line = failure(
+      await runCli(['upload', small], { env: { DROPSTREAM_API_KEY: key, PUBLIC_URL: t.server.url, DROPSTREAM_SERVER: 'http://127.0.0.1:1' } }),
+    );
+    expect(line).to.include('127.0.0.1:1');
+  });
+
+  it('when `dropstream help` is read, then it names the variables upload reads', async () => {
+    const help = onlyLines(await runCli(['help']));
+    expect(help).to.include('DROPSTREAM_SERVER').and.include('DROPSTREAM_API_KEY').and.include('PUBLIC_URL');
   });
 
   it('when the link is unknown, then download exits 1 with the 404 and leaves no file behind', async () => {

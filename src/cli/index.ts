@@ -20,7 +20,13 @@ const USAGE = `usage:
   dropstream plans set <name> [--api-access true|false] [--requests-per-minute N]
                               [--requests-per-day N] [--max-file-size BYTES] [--daily-uploads N]
   dropstream gc [--grace SECONDS]     removes what crashed or failed uploads and deletes left behind
-${TRANSFER_USAGE}`;
+${TRANSFER_USAGE}
+
+environment (besides the server's settings, see README):
+  DROPSTREAM_API_KEY    API key for upload (or --key)
+  DROPSTREAM_SERVER     server for upload (or --server); default PUBLIC_URL, else http://localhost:$PORT
+  ADMIN_URL             admin API for the admin commands; default http://127.0.0.1:$ADMIN_PORT
+  ADMIN_TOKEN           admin token; default DATA_DIR/admin-token`;
 
 const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value)}\n`);

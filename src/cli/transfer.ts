@@ -17,7 +17,12 @@ import { createProgress } from './progress.js';
 export const TRANSFER_USAGE = `  dropstream upload <path> [--server URL] [--key KEY] [--progress]
   dropstream download <link> [-o PATH] [--force] [--progress]`;
 
-const DEFAULT_SERVER = 'http://localhost:3000';
+/**
+ * Where upload sends without --server: DROPSTREAM_SERVER, else the server's
+ * own settings as `serve` reads them (PUBLIC_URL, else http://localhost:$PORT),
+ * as the admin commands follow ADMIN_PORT. An empty variable counts as unset.
+ */
+const serverFrom = (env: NodeJS.ProcessEnv) => env.DROPSTREAM_SERVER || env.PUBLIC_URL || `http://localhost:${env.PORT || 3000}`;
 /** A connection with no traffic for this long is given up. */
 const IDLE_TIMEOUT_MS = 60_000;
 /** Error bodies are small JSON; never read more than this of one. */
@@ -144,7 +149,7 @@ async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   });
   const [path, ...extra] = positionals;
   if (!path || extra.length > 0) throw new CliError('usage: dropstream upload <path> [--server URL] [--key KEY] [--progress]');
-  const server = httpUrl(values.server || env.DROPSTREAM_SERVER || DEFAULT_SERVER, '--server');
+  const server = httpUrl(values.server || serverFrom(env), '--server');
   const key = values.key || env.DROPSTREAM_API_KEY;
   if (!key) throw new CliError('no API key: pass --key or set DROPSTREAM_API_KEY');
   const size = await regularFileSize(path);
