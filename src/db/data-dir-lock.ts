@@ -159,14 +159,12 @@ async function takeOver(path: string, judged: string): Promise<void> {
   }
 }
 
+/** Locks this process holds, removed on exit if not released before (process.exit() in the CLI, a fatal error). */
+const held = new Set<HeldLock>();
+let exitHook = false;
+
 class HeldLock implements DataDirLock {
   private readonly heartbeat: NodeJS.Timeout;
-  private readonly onExit = () => {
-    // Synchronous: this runs in process.on('exit').
-    try {
-      if (readFileSync(this.path, 'utf8').includes(this.token)) unlinkSync(this.path);
-    } catch {}
-  };
   private released = false;
 
   constructor(
@@ -179,14 +177,27 @@ class HeldLock implements DataDirLock {
       const now = new Date();
       this.file.utimes(now, now).catch(() => {});
     }, heartbeatMs).unref();
-    process.on('exit', this.onExit);
+    held.add(this);
+    if (!exitHook) {
+      exitHook = true;
+      process.on('exit', () => {
+        for (const lock of held) lock.removeSync();
+      });
+    }
+  }
+
+  /** Synchronous, for process.on('exit'). */
+  removeSync(): void {
+    try {
+      if (readFileSync(this.path, 'utf8').includes(this.token)) unlinkSync(this.path);
+    } catch {}
   }
 
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
+    held.delete(this);
     clearInterval(this.heartbeat);
-    process.off('exit', this.onExit);
     const current = await readFile(this.path, 'utf8').catch(() => '');
     if (current.includes(this.token)) await unlink(this.path).catch(() => {});
     await this.file.close();

@@ -7,7 +7,7 @@
 // database. `npm run build` (scripts/pglite-template.mjs) pays that once, in
 // a process of its own; a first start copies the files, which costs no memory.
 import { createRequire } from 'node:module';
-import { cp, mkdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
@@ -32,9 +32,12 @@ async function pgliteVersion(): Promise<string> {
   }
 }
 
+/** Raised when templates are made differently, so older ones are made again. */
+const FORMAT = 2;
+
 async function templateReady(): Promise<boolean> {
-  const stamp = await readFile(stampPath, 'utf8').then((s) => JSON.parse(s) as { pglite?: string }, () => undefined);
-  return stamp?.pglite === (await pgliteVersion()) && (await exists(join(templateDir, 'PG_VERSION')));
+  const stamp = await readFile(stampPath, 'utf8').then((s) => JSON.parse(s) as { pglite?: string; format?: number }, () => undefined);
+  return stamp?.format === FORMAT && stamp.pglite === (await pgliteVersion()) && (await exists(join(templateDir, 'PG_VERSION')));
 }
 
 const exists = (path: string) => stat(path).then(() => true, () => false);
@@ -47,10 +50,23 @@ export async function buildTemplate(): Promise<boolean> {
   await mkdir(dirname(building), { recursive: true });
   const pglite = await PGlite.create(building);
   await pglite.close();
+  await readableByAll(building);
   await rm(templateDir, { recursive: true, force: true });
   await rename(building, templateDir);
-  await writeFile(stampPath, `${JSON.stringify({ pglite: await pgliteVersion() })}\n`);
+  await writeFile(stampPath, `${JSON.stringify({ pglite: await pgliteVersion(), format: FORMAT })}\n`);
   return true;
+}
+
+/**
+ * The image is built as root and runs as another user, who must be able to
+ * copy every file (PostgreSQL makes a few 0600). Copies get the same modes
+ * PGlite's own initdb gives its files.
+ */
+async function readableByAll(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    await chmod(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
+  }
+  await chmod(dir, 0o755);
 }
 
 /**
