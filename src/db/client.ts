@@ -40,8 +40,8 @@ export interface Database {
  * PGlite's own defaults plus a smaller buffer pool. PostgreSQL's default
  * `shared_buffers=128MB` is sized for a server process of its own; here the
  * pool lives inside our process's WebAssembly memory, and our tables are
- * small and hot (accounts, keys, plans, file rows). 16 MB measured 95-128 MiB
- * less resident memory.
+ * small and hot (accounts, keys, plans, file rows). 16 MB measured 100-120 MiB
+ * less idle RSS (bench/embedded-footprint.ts).
  */
 const PGLITE_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
 
@@ -63,8 +63,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     }
     factory = new PrismaPGlite(pglite);
     closeDriver = async () => {
-      await pglite.close();
-      await lock?.release();
+      try {
+        await pglite.close();
+      } finally {
+        await lock?.release();
+      }
     };
   }
   const prisma = new PrismaClient({ adapter: factory });
