@@ -14,6 +14,7 @@
 // before dist/ is copied in.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
@@ -74,6 +75,8 @@ function run(args) {
 }
 
 const ifNeeded = process.argv.includes('--if-needed');
+// Dependencies installed before the sources are there (a Docker layer that copies package*.json first).
+if (ifNeeded && !existsSync(join(root, 'src'))) process.exit(0);
 const hash = await sourceHash();
 const stamp = await readFile(stampPath, 'utf8').then((s) => s.trim(), () => undefined);
 if (ifNeeded && stamp === hash) process.exit(0);
