@@ -48,8 +48,8 @@ export function cleanEnv(): NodeJS.ProcessEnv {
  * the schema engine (WebAssembly) would then count in the server's peak RSS
  * (~30 MiB), which is not what a running server costs.
  */
-export async function migrate(databaseUrl: string): Promise<void> {
-  await exec(process.execPath, ['bin/dropstream.js', 'migrate'], { env: { ...cleanEnv(), DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' } });
+export async function migrate(databaseUrl: string, entry = 'bin/dropstream.js'): Promise<void> {
+  await exec(process.execPath, [entry, 'migrate'], { env: { ...cleanEnv(), DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' } });
 }
 
 export interface DropstreamOptions {

@@ -22,16 +22,18 @@ export interface PrivatePostgres {
   destroy(): void;
 }
 
-export function createPrivatePostgres(): PrivatePostgres {
+/** `settings` are server settings (`-c name=value`), e.g. `{ shared_preload_libraries: 'pg_stat_statements' }`. */
+export function createPrivatePostgres(settings: Record<string, string> = {}): PrivatePostgres {
   const root = mkdtempSync(join(tmpdir(), 'dropstream-pg-'));
   chownSync(root, Number(execFileSync('id', ['-u', 'postgres']).toString()), Number(execFileSync('id', ['-g', 'postgres']).toString()));
   const data = join(root, 'data');
   const port = 25000 + Math.floor(Math.random() * 10000);
   asPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres']);
   const pgCtl = (...args: string[]) => asPostgres('pg_ctl', ['-D', data, ...args]);
+  const extra = Object.entries(settings).map(([k, v]) => ` -c ${k}=${v}`).join('');
   const cluster = {
     url: `postgresql://postgres@127.0.0.1:${port}/postgres`,
-    start: () => pgCtl('-o', `-p ${port} -k ${root} -c listen_addresses=127.0.0.1`, '-l', join(root, 'log'), '-w', 'start'),
+    start: () => pgCtl('-o', `-p ${port} -k ${root} -c listen_addresses=127.0.0.1${extra}`, '-l', join(root, 'log'), '-w', 'start'),
     stop: () => pgCtl('-m', 'immediate', '-w', 'stop'),
     destroy() {
       try {
