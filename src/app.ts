@@ -6,7 +6,7 @@ import type { PlanService } from './accounts/plans.js';
 import type { AccountService } from './accounts/service.js';
 import { badRequest } from './errors.js';
 import type { FileService } from './files/service.js';
-import type { SweepResult } from './files/sweeper.js';
+import type { GcResult } from './http/admin-routes.js';
 import type { UploadGate } from './files/upload-gate.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { apiRoutes } from './http/api-routes.js';
@@ -86,8 +86,8 @@ export interface AdminAppDeps {
   logger: Logger;
   adminToken: string;
   metrics: Metrics;
-  /** One sweep of pending objects (for `dropstream gc`). */
-  sweep: (graceSeconds?: number) => Promise<SweepResult>;
+  /** One sweep of pending objects and a recount of the file counters (for `dropstream gc`). */
+  sweep: (graceSeconds?: number) => Promise<GcResult>;
 }
 
 /** The admin listener: provisioning of accounts, keys and plans. Does not listen. */

@@ -11,6 +11,7 @@ import { createAdminApp, createApp, type Readiness } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/client.js';
 import { describeDatabase, waitForDatabase } from './db/wait.js';
+import { recountFiles } from './files/file-rows.js';
 import { UploadQuota } from './files/quota.js';
 import { PendingObjects } from './files/pending.js';
 import { FileService } from './files/service.js';
@@ -138,7 +139,15 @@ export async function startServer(config: Config, logger = createLogger(config.l
       // While draining, load balancers must stop sending traffic here.
       readiness: async () => (draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, redis)),
     });
-    const adminApp = createAdminApp({ accounts, plans, logger, adminToken, metrics, sweep });
+    // `dropstream gc` also recounts the file counters; the schedule does not
+    // (a scan of every file row, and the counters are kept exact as files come and go).
+    const collect = async (graceSeconds?: number) => {
+      const swept = await sweep(graceSeconds);
+      const countersFixed = await recountFiles(db.prisma);
+      if (countersFixed) logger.warn({ accounts: countersFixed }, 'corrected file counters');
+      return { ...swept, countersFixed };
+    };
+    const adminApp = createAdminApp({ accounts, plans, logger, adminToken, metrics, sweep: collect });
     const sweepTimer =
       config.gcInterval > 0
         ? setInterval(() => sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed')), config.gcInterval * 1000).unref()

@@ -19,7 +19,7 @@ const USAGE = `usage:
   dropstream plans list
   dropstream plans set <name> [--api-access true|false] [--requests-per-minute N]
                               [--requests-per-day N] [--max-file-size BYTES] [--daily-uploads N]
-  dropstream gc [--grace SECONDS]     removes what crashed or failed uploads and deletes left behind
+  dropstream gc [--grace SECONDS]     removes what crashed or failed uploads and deletes left behind; recounts file counters
 ${TRANSFER_USAGE}
 
 environment (besides the server's settings, see README):
@@ -151,7 +151,7 @@ async function admin(group: string | undefined, action: string | undefined, args
     case 'gc run': {
       const grace = integer('grace', values.grace);
       const res = await adminRequest(client, 'POST', '/admin/gc', grace === undefined ? {} : { grace_seconds: grace });
-      return print({ uploads: res.uploads, deletes: res.deletes, strays: res.strays, failed: res.failed });
+      return print({ uploads: res.uploads, deletes: res.deletes, strays: res.strays, failed: res.failed, counters_fixed: res.counters_fixed });
     }
     case 'plans list':
       return print((await adminRequest(client, 'GET', '/admin/plans')).plans);

@@ -6,7 +6,8 @@ import { ByteCounter } from './byte-counter.js';
 import { fileErrors } from './errors.js';
 import { cleanFilename } from './filename.js';
 import type { PendingObjects } from './pending.js';
-import { newLinkToken, newStorageKey, toFileRecord, type FileRecord } from './record.js';
+import { commitFile } from './file-rows.js';
+import { newStorageKey, type FileRecord } from './record.js';
 
 interface Stored {
   filename: string;
@@ -71,27 +72,13 @@ export class Upload {
     return { filename, size: counter.bytes, sha256: counter.sha256() };
   }
 
-  /** Records the stored file; if that fails, the object is removed. */
+  /** Records the stored file (src/files/file-rows.ts); if that fails, the caller's abort() removes the object. */
   async commit(): Promise<FileRecord> {
     if (!this.receiving) throw new Error('commit() before receive()');
     const stored = await this.receiving;
-    // Dropping the pending record fails if the sweeper has claimed it; then
-    // no row is written and abort() cleans up.
-    const [row] = await this.prisma.$transaction([
-      this.prisma.file.create({
-        data: {
-          accountId: this.caller.accountId,
-          filename: stored.filename,
-          size: BigInt(stored.size),
-          sha256: stored.sha256,
-          storageKey: this.key,
-          linkToken: newLinkToken(),
-        },
-      }),
-      this.prisma.pendingObject.delete({ where: { storageKey: this.key } }),
-    ]);
+    const record = await commitFile(this.prisma, { ...stored, accountId: this.caller.accountId, storageKey: this.key });
     this.done = true;
-    return toFileRecord(row);
+    return record;
   }
 
   /** Undoes everything the upload did. Safe to call at any point, more than once. */

@@ -15,8 +15,11 @@ export interface AdminDeps {
   adminToken: string;
   /** Served at /metrics, behind the same token. */
   metrics: Metrics;
-  sweep: (graceSeconds?: number) => Promise<SweepResult>;
+  sweep: (graceSeconds?: number) => Promise<GcResult>;
 }
+
+/** What `dropstream gc` did: the sweep, and the accounts whose file counters were corrected. */
+export type GcResult = SweepResult & { countersFixed: number };
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
@@ -76,10 +79,11 @@ export function adminRoutes({ accounts, plans, adminToken, metrics, sweep }: Adm
 
   router.use('/admin', guard);
 
-  // One sweep now; `grace_seconds` overrides GC_GRACE (0 after a known crash).
+  // One sweep now and a recount of the file counters; `grace_seconds` overrides GC_GRACE (0 after a known crash).
   router.post('/admin/gc', async (ctx) => {
     const body = parse(z.strictObject({ grace_seconds: count.optional() }), ctx.request.body);
-    ctx.body = { success: true, ...(await sweep(body.grace_seconds)) };
+    const { countersFixed, ...swept } = await sweep(body.grace_seconds);
+    ctx.body = { success: true, ...swept, counters_fixed: countersFixed };
   });
 
   router.get('/admin/plans', async (ctx) => {
