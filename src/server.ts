@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { CallerCache } from './accounts/caller-cache.js';
+import { applyCallerChange, CallerChanges } from './accounts/caller-changes.js';
 import { PlanService } from './accounts/plans.js';
 import { AccountService } from './accounts/service.js';
 import { resolveAdminToken } from './admin-token.js';
@@ -18,7 +20,7 @@ import { FileService } from './files/service.js';
 import { Sweeper } from './files/sweeper.js';
 import { UploadGate } from './files/upload-gate.js';
 import { FailureLimits } from './limits/failure-limits.js';
-import { connectRedis, redisReady } from './limits/redis.js';
+import { connectRedis, redisReady, subscribeRedis } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
 import { createListener, drain, listen } from './listener.js';
 import { Metrics } from './metrics.js';
@@ -40,6 +42,9 @@ export interface RunningServer {
    */
   close(timeoutSeconds?: number): Promise<void>;
 }
+
+/** How long an API key's account and plan are trusted without a change notice. */
+const CALLER_CACHE_MS = 1000;
 
 /**
  * JSON lines on stdout, written asynchronously in batches (4 KiB, or every
@@ -89,6 +94,7 @@ async function openStore(config: Config, logger: Logger): Promise<ObjectStore> {
 
 export async function startServer(config: Config, logger = createLogger(config.logLevel, config.logFormat)): Promise<RunningServer> {
   let redis: Redis | undefined;
+  let subscriber: Redis | undefined;
   const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
   try {
     if (config.databaseUrl) {
@@ -109,8 +115,18 @@ export async function startServer(config: Config, logger = createLogger(config.l
       if (err instanceof ObjectStoreError) metrics.storeErrors.inc();
       logger.error({ err }, 'clean-up failed');
     };
-    const accounts = new AccountService(db.prisma);
-    const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize });
+    redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
+    // Callers of API keys are cached for a second; changes reach every
+    // instance's cache at once through Redis pub/sub (the TTL bounds
+    // staleness when a notice is lost).
+    const callers = new CallerCache({ ttlMs: CALLER_CACHE_MS, maxEntries: 10_000 });
+    const channel = `${config.redisKeyPrefix}:caller-changes`;
+    const changes = new CallerChanges(callers, redis && { publisher: redis, channel, logger });
+    subscriber = config.redisUrl
+      ? subscribeRedis(config.redisUrl, channel, (message) => applyCallerChange(callers, message), () => callers.clear())
+      : undefined;
+    const accounts = new AccountService(db.prisma, { cache: callers, changes });
+    const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize }, changes);
     const quota = new UploadQuota(db.prisma);
     const pending = new PendingObjects(db.prisma, quota);
     const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError });
@@ -122,14 +138,14 @@ export async function startServer(config: Config, logger = createLogger(config.l
     };
     const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
 
-    redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
+    const authFailures = new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'auth', failures: config.authFailureLimit, windowSeconds: 60 });
     const app = createApp({
       accounts,
       files,
       store,
       uploadGate,
-      requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix }),
-      authFailures: new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'auth', failures: config.authFailureLimit, windowSeconds: 60 }),
+      requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix, failures: authFailures }),
+      authFailures,
       tokenFailures: new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'link', failures: config.linkFailureLimit, windowSeconds: 60 }),
       metrics,
       logger,
@@ -182,6 +198,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
           logger.info({ cut_connections: cut, uploads_left: uploadGate.inFlight }, 'stopped');
           await store.close?.();
           redis?.disconnect();
+          subscriber?.disconnect();
           await db.close();
           await flushLog(logger);
         })();
@@ -190,6 +207,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
     };
   } catch (err) {
     redis?.disconnect();
+    subscriber?.disconnect();
     await db.close();
     throw err;
   }

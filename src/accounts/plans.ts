@@ -1,4 +1,5 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
+import type { CallerChanges } from './caller-changes.js';
 import { accountErrors } from './errors.js';
 
 export interface Plan {
@@ -41,6 +42,8 @@ export class PlanService {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly limits: PlanLimits,
+    /** Told after a plan changes, so cached callers on it are dropped everywhere. */
+    private readonly callers?: CallerChanges,
   ) {}
 
   async list(): Promise<Plan[]> {
@@ -61,6 +64,7 @@ export class PlanService {
       update: { ...given, maxFileSize: given.maxFileSize === undefined ? undefined : BigInt(given.maxFileSize) },
       create: { ...created, name, maxFileSize: BigInt(created.maxFileSize) },
     });
+    await this.callers?.planChanged(name);
     return toPlan(row);
   }
 }

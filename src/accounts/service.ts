@@ -1,4 +1,6 @@
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
+import type { CallerCache } from './caller-cache.js';
+import type { CallerChanges } from './caller-changes.js';
 import { accountErrors } from './errors.js';
 import { hashApiKey, newApiKey } from './keys.js';
 import { toPlan, type Plan } from './plans.js';
@@ -9,17 +11,38 @@ export interface Caller {
   plan: Plan;
 }
 
-export class AccountService {
-  constructor(private readonly prisma: PrismaClient) {}
+export interface AccountServiceOptions {
+  /** Valid keys' callers, for a short time; absent: every request reads the database. */
+  cache?: CallerCache;
+  /** Told after every change that affects a cached caller. */
+  changes?: CallerChanges;
+}
 
-  /** The caller for an API key, or undefined when the key is unknown or revoked. */
+export class AccountService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly options: AccountServiceOptions = {},
+  ) {}
+
+  /**
+   * The caller for an API key, or undefined when the key is unknown or
+   * revoked. From the cache when it has the key; the database lookup is a
+   * findUnique, which Prisma batches across concurrent requests.
+   */
   async authenticate(apiKey: string): Promise<Caller | undefined> {
+    const hash = hashApiKey(apiKey);
+    const { cache } = this.options;
+    const cached = cache?.get(hash);
+    if (cached) return cached;
+    const generation = cache?.generation ?? 0;
     const row = await this.prisma.apiKey.findUnique({
-      where: { hash: hashApiKey(apiKey) },
+      where: { hash },
       select: { revokedAt: true, account: { select: { id: true, plan: true } } },
     });
     if (!row || row.revokedAt) return undefined;
-    return { accountId: row.account.id, plan: toPlan(row.account.plan) };
+    const caller = { accountId: row.account.id, plan: toPlan(row.account.plan) };
+    cache?.set(hash, caller, generation);
+    return caller;
   }
 
   async create(input: { plan: string; email?: string }): Promise<{ accountId: number; plan: string; apiKey: string }> {
@@ -45,6 +68,7 @@ export class AccountService {
       await tx.apiKey.updateMany({ where: { accountId, revokedAt: null }, data: { revokedAt: new Date() } });
       await tx.apiKey.create({ data: { accountId, hash: key.hash, prefix: key.prefix } });
     });
+    await this.options.changes?.accountChanged(accountId);
     return { accountId, apiKey: key.key };
   }
 
@@ -52,6 +76,7 @@ export class AccountService {
     const plan = await this.findPlan(planName);
     const { count } = await this.prisma.account.updateMany({ where: { id: accountId }, data: { planId: plan.id } });
     if (count === 0) throw accountErrors.accountNotFound();
+    await this.options.changes?.accountChanged(accountId);
     return { accountId, plan: plan.name };
   }
 

@@ -1,14 +1,11 @@
 import Router, { type RouterContext } from '@koa/router';
-import type { ParameterizedContext } from 'koa';
-import compose from 'koa-compose';
 import { z } from 'zod';
 import type { AccountService } from '../accounts/service.js';
 import { AppError, badRequest } from '../errors.js';
 import type { FileService } from '../files/service.js';
 import type { UploadGate } from '../files/upload-gate.js';
-import { requireApiKey, type AuthState } from './auth.js';
+import { apiGuard, type AuthState } from './auth.js';
 import { receiveFile } from './multipart.js';
-import { limitFailures, limitRequests } from './rate-limit.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
 import type { Metrics } from '../metrics.js';
@@ -53,11 +50,7 @@ export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFail
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
-  const guard = compose<ParameterizedContext<AuthState>>([
-    limitFailures(authFailures, 401, metrics),
-    requireApiKey(accounts),
-    limitRequests(requestLimits, metrics),
-  ]);
+  const guard = apiGuard({ accounts, requestLimits, authFailures, metrics });
 
   router.post('/files/upload', guard, async (ctx) => {
     const leave = uploadGate.enter();

@@ -1,6 +1,11 @@
 import type { Middleware } from 'koa';
 import type { AccountService, Caller } from '../accounts/service.js';
 import { accountErrors } from '../accounts/errors.js';
+import { AppError } from '../errors.js';
+import type { FailureLimits } from '../limits/failure-limits.js';
+import type { RequestLimits } from '../limits/request-limits.js';
+import type { Metrics } from '../metrics.js';
+import { nextThen, setLimitHeaders } from './rate-limit.js';
 
 export interface AuthState {
   caller: Caller;
@@ -8,16 +13,62 @@ export interface AuthState {
 
 const BEARER = /^Bearer[ \t]+([A-Za-z0-9._~+/=-]+)[ \t]*$/i;
 
-/** Requires `Authorization: Bearer <API key>` of an account whose plan includes the API. */
-export function requireApiKey(accounts: AccountService): Middleware<AuthState> {
+export interface ApiGuardDeps {
+  accounts: AccountService;
+  requestLimits: RequestLimits;
+  /** Failed authentications per client address. */
+  authFailures: FailureLimits;
+  metrics?: Metrics;
+}
+
+/**
+ * Everything an API request passes before its route: the address's failure
+ * limit, `Authorization: Bearer <API key>` of an account whose plan includes
+ * the API, and the plan's request limits, with their state in the response
+ * headers. A request with a good key costs one Redis round trip for all of
+ * it and usually no SQL (the key's caller is cached): the failure check
+ * rides in the counting script. Bad keys (401) count as failures of the
+ * address, and over the limit it gets 429 whatever it sends; 401 and 403
+ * responses do not count against the plan (a route's 403 gives its points back).
+ */
+export function apiGuard({ accounts, requestLimits, authFailures, metrics }: ApiGuardDeps): Middleware<AuthState> {
+  const tooManyFailures = (seconds: number) => {
+    metrics?.rateLimitRefusals.inc({ reason: `${authFailures.options.name}_failures` });
+    return new AppError(429, 'too_many_failures', 'Too many failed requests from this address; try again later', {
+      'Retry-After': String(seconds),
+    });
+  };
+  /** A 401 counts as a failure of the address, and may be the one that puts it over. */
+  const unauthorized = async (address: string, error: AppError) => {
+    const wait = await authFailures.fail(address).catch(() => 0);
+    return wait > 0 ? tooManyFailures(wait) : error;
+  };
+
   return async (ctx, next) => {
+    const known = authFailures.knownWaitSeconds(ctx.ip);
+    if (known > 0) throw tooManyFailures(known);
     const header = ctx.get('Authorization');
-    if (!header) throw accountErrors.missingKey();
+    if (!header) throw await unauthorized(ctx.ip, accountErrors.missingKey());
     const key = BEARER.exec(header)?.[1];
     const caller = key ? await accounts.authenticate(key) : undefined;
-    if (!caller) throw accountErrors.invalidKey();
-    if (!caller.plan.apiAccess) throw accountErrors.planWithoutApi(caller.plan.name);
+    if (!caller) throw await unauthorized(ctx.ip, accountErrors.invalidKey());
+    if (!caller.plan.apiAccess) {
+      const wait = await authFailures.waitSeconds(ctx.ip);
+      throw wait > 0 ? tooManyFailures(wait) : accountErrors.planWithoutApi(caller.plan.name);
+    }
+
+    const decision = await requestLimits.take(caller.accountId, caller.plan, ctx.ip);
+    if ('failureWaitSeconds' in decision) throw tooManyFailures(decision.failureWaitSeconds);
     ctx.state.caller = caller;
-    await next();
+    const window = setLimitHeaders(ctx, decision);
+    if (!decision.allowed) {
+      metrics?.rateLimitRefusals.inc({ reason: window.name });
+      throw new AppError(429, 'rate_limited', `Rate limit of ${window.limit} requests per ${window.name} exceeded`, {
+        'Retry-After': String(window.resetSeconds),
+      });
+    }
+    await nextThen(ctx, next, async (status) => {
+      if (status === 403) await requestLimits.refund(decision).catch(() => {});
+    });
   };
 }

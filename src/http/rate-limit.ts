@@ -1,13 +1,12 @@
 import type { Context, Middleware, Next } from 'koa';
 import { AppError } from '../errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
-import type { LimitDecision, RequestLimits, WindowState } from '../limits/request-limits.js';
+import type { LimitDecision, WindowState } from '../limits/request-limits.js';
 import type { Metrics } from '../metrics.js';
-import type { AuthState } from './auth.js';
 
 
 /** Runs the rest of the chain, then `after` with the status the response gets (a thrown AppError's, or 500). */
-async function nextThen(ctx: Context, next: Next, after: (status: number) => Promise<void>): Promise<void> {
+export async function nextThen(ctx: Context, next: Next, after: (status: number) => Promise<void>): Promise<void> {
   let status = 500;
   try {
     await next();
@@ -26,7 +25,8 @@ function binding({ refusedBy, minute, day }: LimitDecision): WindowState {
   return day.remaining < minute.remaining ? day : minute;
 }
 
-function setHeaders(ctx: Context, decision: LimitDecision) {
+/** The limit-state headers every API response carries; returns the window they describe. */
+export function setLimitHeaders(ctx: Context, decision: LimitDecision): WindowState {
   const window = binding(decision);
   const nowSeconds = Math.floor(Date.now() / 1000);
   ctx.set({
@@ -38,28 +38,6 @@ function setHeaders(ctx: Context, decision: LimitDecision) {
     RateLimit: `"${window.name}";r=${window.remaining};t=${window.resetSeconds}`,
   });
   return window;
-}
-
-/**
- * Counts every authenticated API request against the account's per-minute
- * and per-day limits (429 when exceeded) and reports the state on every
- * response. Requests answered 403 are given back: a refusal costs nothing.
- */
-export function limitRequests(limits: RequestLimits, metrics?: Metrics): Middleware<AuthState> {
-  return async (ctx, next) => {
-    const { accountId, plan } = ctx.state.caller;
-    const decision = await limits.take(accountId, plan);
-    const window = setHeaders(ctx, decision);
-    if (!decision.allowed) {
-      metrics?.rateLimitRefusals.inc({ reason: window.name });
-      throw new AppError(429, 'rate_limited', `Rate limit of ${window.limit} requests per ${window.name} exceeded`, {
-        'Retry-After': String(window.resetSeconds),
-      });
-    }
-    await nextThen(ctx, next, async (status) => {
-      if (status === 403) await limits.refund(accountId).catch(() => {});
-    });
-  };
 }
 
 /**

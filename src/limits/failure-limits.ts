@@ -14,30 +14,92 @@ export interface FailureLimitsOptions {
   windowSeconds: number;
 }
 
+/** Addresses remembered as refused, at most; beyond that the oldest are forgotten (they are asked about again). */
+const REMEMBERED = 10_000;
+
 /**
  * Counts failures (bad API keys, unknown download tokens) per client address,
- * so secrets cannot be guessed at speed. Once an address reaches the limit,
+ * so secrets cannot be guessed at speed. Once an address passes the limit,
  * it is refused until the window ends, whatever it sends.
+ *
+ * Counting is rate-limiter-flexible's (Redis, with an in-memory insurance
+ * limiter while Redis is away). The API's success path checks the same
+ * Redis key inside its request-counting script (RequestLimits), so a
+ * request with a good key costs no trip of its own here. Refused addresses
+ * are remembered on this instance until their window ends, so refusing
+ * them again costs no key lookup and no round trip.
  */
 export class FailureLimits {
   private readonly limiter: RateLimiterAbstract;
+  private readonly memory: RateLimiterMemory;
+  /** Address -> time (ms) its refusal ends. */
+  private readonly refused = new Map<string, number>();
 
   constructor(readonly options: FailureLimitsOptions) {
     const base = { keyPrefix: `${options.keyPrefix ?? 'dropstream'}:fail:${options.name}`, points: options.failures, duration: options.windowSeconds };
-    const memory = new RateLimiterMemory(base);
+    this.memory = new RateLimiterMemory(base);
     this.limiter = options.redis
-      ? new RateLimiterRedis({ ...base, storeClient: options.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory })
-      : memory;
+      ? new RateLimiterRedis({ ...base, storeClient: options.redis, rejectIfRedisNotReady: true, insuranceLimiter: this.memory })
+      : this.memory;
   }
 
-  /** Seconds the address must wait, or 0 when it may try. */
+  /** Seconds the address must wait, or 0 when it may try (one round trip unless it is known to be refused). */
   async waitSeconds(address: string): Promise<number> {
+    const known = this.knownWaitSeconds(address);
+    if (known) return known;
     const res = await this.limiter.get(address);
     if (!res || res.consumedPoints < this.options.failures) return 0;
-    return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+    return this.remember(address, res.msBeforeNext);
   }
 
   async record(address: string): Promise<void> {
     await this.limiter.penalty(address);
+  }
+
+  /**
+   * Counts a failure and says, in the same round trip, whether the address
+   * is now over the limit: seconds to wait, or 0 when this failure is still
+   * within it (answer it as the failure it is).
+   */
+  async fail(address: string): Promise<number> {
+    const res = await this.limiter.penalty(address);
+    return res.consumedPoints > this.options.failures ? this.remember(address, res.msBeforeNext) : 0;
+  }
+
+  /** Seconds left of a refusal this instance has seen, without asking the store; 0 when none. */
+  knownWaitSeconds(address: string): number {
+    const until = this.refused.get(address);
+    if (until === undefined) return 0;
+    const left = until - Date.now();
+    if (left > 0) return Math.ceil(left / 1000);
+    this.refused.delete(address);
+    return 0;
+  }
+
+  /** The Redis key the failures of `address` are counted under. */
+  storeKey(address: string): string {
+    return this.limiter.getKey(address);
+  }
+
+  /** Records that the store refused `address` for `msLeft` more milliseconds. */
+  refusedFor(address: string, msLeft: number): { failureWaitSeconds: number } {
+    return { failureWaitSeconds: this.remember(address, msLeft) };
+  }
+
+  /** Seconds to wait by the in-memory counts alone (while Redis is away). */
+  async waitSecondsInMemory(address: string): Promise<number> {
+    const res = await this.memory.get(address);
+    if (!res || res.consumedPoints < this.options.failures) return 0;
+    return this.remember(address, res.msBeforeNext);
+  }
+
+  private remember(address: string, msLeft: number): number {
+    const ms = msLeft > 0 ? msLeft : this.options.windowSeconds * 1000;
+    if (this.refused.size >= REMEMBERED) {
+      const now = Date.now();
+      for (const [a, until] of this.refused) if (until <= now || this.refused.size >= REMEMBERED) this.refused.delete(a);
+    }
+    this.refused.set(address, Date.now() + ms);
+    return Math.max(1, Math.ceil(ms / 1000));
   }
 }
