@@ -113,7 +113,8 @@ export async function startDropstream(options: DropstreamOptions): Promise<Drops
   return { ...server, apiKey: await benchAccount(server) };
 }
 
-async function admin(server: { adminUrl: string; adminToken: string }, method: string, path: string, body: unknown) {
+/** Calls the admin API; throws unless 2xx. */
+export async function admin(server: { adminUrl: string; adminToken: string }, method: string, path: string, body: unknown) {
   const res = await fetch(`${server.adminUrl}${path}`, {
     method,
     headers: { Authorization: `Bearer ${server.adminToken}`, 'Content-Type': 'application/json' },

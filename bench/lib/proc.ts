@@ -141,6 +141,10 @@ export class Proc {
       if (!ready) resolve({});
       lines.on('line', (line) => {
         this.log.write(`${line}\n`);
+        // A server's lines after its ready line are its request log: only
+        // logged, since parsing and keeping them would cost this process (which
+        // shares the cores with the server it measures) CPU and memory per request.
+        if (done && ready) return;
         let parsed: unknown;
         try {
           parsed = JSON.parse(line);

@@ -32,6 +32,8 @@ export interface RoundTripCount {
   sqlStatements: Record<string, number>;
   /** Per request, by command name. */
   redisCommands: Record<string, number>;
+  /** The same case on the ceiling party, when it was counted too. */
+  ceiling?: RoundTripCount;
 }
 
 const per = (total: number, requests: number) => Math.round((total / requests) * 100) / 100;
@@ -163,6 +165,8 @@ export interface DropstreamRoundTripsOptions {
   /** The CLI to run (another build's dist/cli/index.js); default bin/dropstream.js. */
   entry?: string;
   requests?: number;
+  /** Starts the ceiling party on the counted database; its GET cases are counted too. */
+  ceiling?: (databaseUrl: string, publicUrl: string) => Promise<{ url: string; proc: { stop(): Promise<void> } }>;
 }
 
 /**
@@ -200,10 +204,19 @@ export async function dropstreamRoundTrips(options: DropstreamRoundTripsOptions)
     const cases = dropstreamCases(server.url, server.apiKey, { fileId: ids[0]!, downloadPath: new URL(link).pathname, deletable: ids.slice(25) }, options.requests);
     // Warm-up: one request of each kind, uncounted (the delete warms on a file of its own).
     for (const c of cases) if (!c.name.startsWith('DELETE')) await c.send(0);
-    const deleteCase = cases.find((c) => c.name.startsWith('DELETE'))!;
     await fetch(`${server.url}/api/v1/files/${ids[1]}`, { method: 'DELETE', headers: auth });
     const out: RoundTripCount[] = [];
-    for (const c of cases) out.push(await counter.count(c === deleteCase ? { ...c } : c));
+    for (const c of cases) out.push(await counter.count(c));
+    if (options.ceiling) {
+      const ceiling = await options.ceiling(counter.databaseUrl, link.slice(0, link.indexOf('/download/')));
+      try {
+        const reads = dropstreamCases(ceiling.url, server.apiKey, { fileId: ids[0]!, downloadPath: '', deletable: [] }, options.requests).filter((c) => c.name.startsWith('GET /api'));
+        for (const c of reads) await c.send(0);
+        for (const c of reads) out.find((o) => o.case === c.name)!.ceiling = await counter.count(c);
+      } finally {
+        await ceiling.proc.stop();
+      }
+    }
     return out;
   } finally {
     await server?.proc.stop();

@@ -1,5 +1,5 @@
-// The other long-running parties: s3rver, the two peers and the bare Koa
-// handler, each a compiled script from bench/procs run by plain `node` with
+// The other long-running parties: s3rver, the two peers, the bare Koa
+// handler and the ceiling party, each a compiled script from bench/procs run by plain `node` with
 // the same allocator settings as our server, so no party gets a different
 // malloc than another.
 import { join } from 'node:path';
@@ -36,3 +36,7 @@ export const startMulter = (endpoint: string, bucket: string) => startServer('mu
 
 /** The bare Koa handler serving canned responses (a JSON file of url -> body). */
 export const startBareKoa = (responsesFile: string) => startServer('bare-koa', 'bare-koa', [responsesFile]);
+
+/** The ceiling party (bench/procs/ceiling.ts) on our database and Redis. */
+export const startCeiling = (spec: { databaseUrl: string; redisUrl: string; keyPrefix: string; publicUrl: string; keyCacheMs?: number }) =>
+  startServer(spec.keyCacheMs ? 'ceiling-cached' : 'ceiling', 'ceiling', [JSON.stringify(spec)]);

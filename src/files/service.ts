@@ -5,7 +5,7 @@ import { fileErrors } from './errors.js';
 import { removeFileRow } from './file-rows.js';
 import type { PendingObjects } from './pending.js';
 import type { UploadQuota } from './quota.js';
-import { toFileRecord, type FileRecord } from './record.js';
+import { LISTED, toFileListing, toFileRecord, type FileListing, type FileRecord } from './record.js';
 import { Upload } from './upload.js';
 
 export interface FileServiceOptions {
@@ -44,13 +44,13 @@ export class FileService {
    * transaction: at READ COMMITTED each statement takes its own snapshot
    * anyway, so BEGIN/COMMIT would only add two round trips.
    */
-  async list(accountId: number, page: number, limit: number): Promise<{ files: FileRecord[]; total: number }> {
+  async list(accountId: number, page: number, limit: number): Promise<{ files: FileListing[]; total: number }> {
     const { prisma } = this.options;
     const [counters, rows] = await Promise.all([
       prisma.account.findUnique({ where: { id: accountId }, select: { fileCount: true } }),
-      prisma.file.findMany({ where: { accountId }, orderBy: newestFirst, skip: (page - 1) * limit, take: limit }),
+      prisma.file.findMany({ where: { accountId }, orderBy: newestFirst, skip: (page - 1) * limit, take: limit, select: LISTED }),
     ]);
-    return { total: counters?.fileCount ?? 0, files: rows.map(toFileRecord) };
+    return { total: counters?.fileCount ?? 0, files: rows.map(toFileListing) };
   }
 
   /**
@@ -59,10 +59,10 @@ export class FileService {
    * calls of concurrent requests into one query (GET /files/{id} went from
    * 712 to 1303 requests/s at 50 connections, bench/compare-builds.ts).
    */
-  async get(accountId: number, fileId: number): Promise<FileRecord> {
-    const row = await this.options.prisma.file.findUnique({ where: { id: fileId, accountId } });
+  async get(accountId: number, fileId: number): Promise<FileListing> {
+    const row = await this.options.prisma.file.findUnique({ where: { id: fileId, accountId }, select: LISTED });
     if (!row) throw fileErrors.notFound();
-    return toFileRecord(row);
+    return toFileListing(row);
   }
 
   /**

@@ -1,12 +1,12 @@
 // How records look on the wire: snake_case, integers in bytes, UTC dates.
-import type { FileRecord } from '../files/record.js';
+import type { FileListing } from '../files/record.js';
 
 /** `YYYY-MM-DD HH:MM:SS`, in UTC. */
 export const formatDate = (date: Date) => date.toISOString().slice(0, 19).replace('T', ' ');
 
 export const publicLink = (publicUrl: string, token: string) => `${publicUrl}/download/${token}`;
 
-export function presentFile(file: FileRecord, publicUrl: string) {
+export function presentFile(file: FileListing, publicUrl: string) {
   return {
     file_id: file.id,
     filename: file.filename,
