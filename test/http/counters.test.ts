@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
-import { backends, createTestDatabase } from '../helpers/databases.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { backends } from '../helpers/databases.js';
+import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 import { commitFile, UploadSweptError } from '../../src/files/file-rows.js';
 
 const stats = async (t: TestServer, key: string) => (await call(t.url('/api/v1/stats'), { key })).body.stats;
@@ -93,18 +93,11 @@ if (backends.includes('postgresql')) {
   describe('file counters across two instances (PostgreSQL)', () => {
     let a: TestServer;
     let b: TestServer;
-    let drop: () => Promise<void>;
+    let close: () => Promise<void>;
     before(async () => {
-      const db = await createTestDatabase();
-      drop = db.drop;
-      a = await startTestServer('postgresql', { DATABASE_URL: db.url });
-      b = await startTestServer('postgresql', { DATABASE_URL: db.url });
+      ({ a, b, close } = await startTwoInstances());
     });
-    after(async () => {
-      await a.close();
-      await b.close();
-      await drop();
-    });
+    after(() => close());
 
     it('when 20 uploads and 10 deletes run at once on two instances, then both instances report exact counters', async () => {
       const { apiKey } = await a.account();

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { call } from '../helpers/client.js';
-import { backends, createTestDatabase } from '../helpers/databases.js';
+import { backends } from '../helpers/databases.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTwoInstances, type TestServer } from '../helpers/server.js';
 
 const stats = (t: TestServer, key: string) => call(t.url('/api/v1/stats'), { key });
 
@@ -27,19 +27,11 @@ if (redisUrl && backends.includes('postgresql')) {
   describe('cached API keys across two instances (PostgreSQL + Redis)', () => {
     let a: TestServer;
     let b: TestServer;
-    let drop: () => Promise<void>;
+    let close: () => Promise<void>;
     before(async () => {
-      const db = await createTestDatabase();
-      drop = db.drop;
-      const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix() };
-      a = await startTestServer('postgresql', env);
-      b = await startTestServer('postgresql', env);
+      ({ a, b, close } = await startTwoInstances({ REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix() }));
     });
-    after(async () => {
-      await a.close();
-      await b.close();
-      await drop();
-    });
+    after(() => close());
 
     it('when a key is rotated on instance A, then instance B refuses the old key within 100 ms and takes the new one', async () => {
       const { accountId, apiKey } = await a.account();
@@ -77,19 +69,12 @@ if (redisUrl && backends.includes('postgresql')) {
   describe('cached API keys when change notices are lost', () => {
     let a: TestServer;
     let b: TestServer;
-    let drop: () => Promise<void>;
+    let close: () => Promise<void>;
     before(async () => {
       // Different key prefixes: the instances share the database but not the channel, as if pub/sub were down.
-      const db = await createTestDatabase();
-      drop = db.drop;
-      a = await startTestServer('postgresql', { DATABASE_URL: db.url, REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix() });
-      b = await startTestServer('postgresql', { DATABASE_URL: db.url, REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix() });
+      ({ a, b, close } = await startTwoInstances({ REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix() }, { REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix() }));
     });
-    after(async () => {
-      await a.close();
-      await b.close();
-      await drop();
-    });
+    after(() => close());
 
     it('when instance B never hears of a rotation, then it refuses the old key once its cache entry expires (within about a second)', async () => {
       const { accountId, apiKey } = await a.account();
