@@ -70,7 +70,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       }
     };
   }
-  const prisma = new PrismaClient({ adapter: factory });
+  // 'minimal': without it Prisma captures a stack trace (new Error()) on every
+  // query, to point its error messages at the calling line; our errors are
+  // logged with their own stack. Measured: ~4% of the server's CPU under load.
+  const prisma = new PrismaClient({ adapter: factory, errorFormat: 'minimal' });
   return {
     prisma,
     kind: options.url ? 'postgresql' : 'pglite',
