@@ -91,7 +91,7 @@ function metadataTargets(results: Comparison[]): Target[] {
     const m = oursMedian(many, 'req_s');
     if (many && m !== undefined) {
       const slower = Number((r / m).toFixed(2));
-      out.push({ target: `${many.case}: within 1.25x of 25 files`, measured: `${slower}x slower (${m} vs ${r} req/s)`, met: slower <= 1.25 });
+      out.push({ target: `${many.case}: within 1.25x of 25 files`, measured: `25 files / 100,000 files = ${slower}x (${r} vs ${m} req/s)`, met: slower <= 1.25 });
     }
   }
   return out;
