@@ -176,7 +176,7 @@ export function markdown(meta: Meta, results: Comparison[]): string {
     lines.push(`## ${title}`, '', about, '', ...table(results.filter((r) => r.scenario === scenario)));
     for (const c of results.filter((r) => r.scenario === scenario && r.notes?.length)) lines.push(...c.notes!.map((n) => `- ${c.case}: ${n}`), '');
   }
-  lines.push('Every sample is in `bench/results.json`. Reproduce with `npm run bench` (about 20 minutes) or `npm run bench -- --quick` (about 2).', '');
+  lines.push('Every sample is in `bench/results.json`. Reproduce with `npm run bench` (about 35 minutes), `npm run bench -- --only metadata` (the API endpoints and the round trips, about 20) or `npm run bench -- --quick` (a few).', '');
   return lines.join('\n');
 }
 
