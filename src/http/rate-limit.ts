@@ -1,9 +1,6 @@
-import type { Context, Middleware, Next } from 'koa';
+import type { Context, Next } from 'koa';
 import { AppError } from '../errors.js';
-import type { FailureLimits } from '../limits/failure-limits.js';
 import type { LimitDecision, WindowState } from '../limits/request-limits.js';
-import type { Metrics } from '../metrics.js';
-
 
 /** Runs the rest of the chain, then `after` with the status the response gets (a thrown AppError's, or 500). */
 export async function nextThen(ctx: Context, next: Next, after: (status: number) => Promise<void>): Promise<void> {
@@ -38,23 +35,4 @@ export function setLimitHeaders(ctx: Context, decision: LimitDecision): WindowSt
     RateLimit: `"${window.name}";r=${window.remaining};t=${window.resetSeconds}`,
   });
   return window;
-}
-
-/**
- * Refuses addresses that failed too often (429 `too_many_failures`) and
- * counts responses with `failingStatus` as failures.
- */
-export function limitFailures(limits: FailureLimits, failingStatus: number, metrics?: Metrics): Middleware {
-  return async (ctx, next) => {
-    const wait = await limits.waitSeconds(ctx.ip);
-    if (wait > 0) {
-      metrics?.rateLimitRefusals.inc({ reason: `${limits.options.name}_failures` });
-      throw new AppError(429, 'too_many_failures', 'Too many failed requests from this address; try again later', {
-        'Retry-After': String(wait),
-      });
-    }
-    await nextThen(ctx, next, async (status) => {
-      if (status === failingStatus) await limits.record(ctx.ip).catch(() => {});
-    });
-  };
 }
