@@ -1,7 +1,7 @@
 // What the memory knobs cost and buy: our server alone, one run per
 // setting, of one 1 GiB upload and of 32 simultaneous 64 MiB uploads (the
 // default UPLOAD_CONCURRENCY) into s3rver. Part buffers are
-// (S3_PARTS_IN_FLIGHT + 1) x S3_PART_SIZE per upload; --max-semi-space-size
+// S3_PARTS_IN_FLIGHT x S3_PART_SIZE per upload; --max-semi-space-size
 // caps V8's young generation, whose size decides how many 64 KiB socket
 // reads (garbage once copied into a part) wait for a collection.
 // Full mode only (about 4 minutes); not part of --quick.
