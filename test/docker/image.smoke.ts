@@ -339,8 +339,22 @@ describe('Docker image (smoke test against a private engine)', function () {
     });
 
     /** How many request log lines each replica wrote for this route. */
-    const servedBy = async (route: string) =>
+    const countLines = (route: string) =>
       Promise.all(replicas.map(async ({ name }) => (await logLines(name)).filter((line) => line.msg === 'request' && line.route === route).length));
+
+    /**
+     * The counts once `expected` lines are there in all, or after 3 s: the
+     * server writes its log in batches, up to 250 ms after a request ends,
+     * so the last lines may not be in `docker logs` yet.
+     */
+    const servedBy = async (route: string, expected: number) => {
+      let counts = await countLines(route);
+      for (let waited = 0; counts.reduce((a, b) => a + b, 0) < expected && waited < 3000; waited += 100) {
+        await sleep(100);
+        counts = await countLines(route);
+      }
+      return counts;
+    };
 
     it('when admin calls, uploads and downloads go through the proxy, then every replica serves some, with one admin token', async () => {
       // The CLI in one replica, pointed at the proxy's admin port.
@@ -360,8 +374,8 @@ describe('Docker image (smoke test against a private engine)', function () {
         await curl('-o', out, link);
         expect(await sha256(out)).to.equal(hash);
       }
-      const uploads = await servedBy('/api/v1/files/upload');
-      const downloads = await servedBy('/download/:token');
+      const uploads = await servedBy('/api/v1/files/upload', 6);
+      const downloads = await servedBy('/download/:token', 6);
       expect(uploads.every((n) => n > 0), `uploads per replica: ${uploads}`).to.equal(true);
       expect(downloads.every((n) => n > 0), `downloads per replica: ${downloads}`).to.equal(true);
       await report({ mode: 'scaled x3', uploads_per_replica: uploads, downloads_per_replica: downloads });
@@ -371,13 +385,13 @@ describe('Docker image (smoke test against a private engine)', function () {
       expect(links).to.have.length(6);
       const stopped = await stop(replicas[1]!.name);
       expect(stopped.exitCode).to.equal(0);
-      const before = await servedBy('/download/:token');
+      const before = await servedBy('/download/:token', links.length);
       for (const { link, hash } of links) {
         const out = join(fixture.work, 'replica-down.bin');
         await curl('-o', out, link);
         expect(await sha256(out)).to.equal(hash);
       }
-      const after = await servedBy('/download/:token');
+      const after = await servedBy('/download/:token', before.reduce((a, b) => a + b, 0) + links.length);
       expect(after[1]).to.equal(before[1]);
       expect(after[0]! + after[2]! - before[0]! - before[2]!).to.equal(links.length);
     });
