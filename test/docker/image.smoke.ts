@@ -9,12 +9,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { appendFile, chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { createTestDatabase } from '../helpers/databases.js';
+import { freePort } from '../helpers/ports.js';
 
 const image = process.env.DROPSTREAM_IMAGE ?? '';
 const dockerCli = process.env.DOCKER_CLI ?? '/usr/bin/docker';
@@ -35,15 +35,6 @@ async function dockerResult(...args: string[]): Promise<{ code: number; stdout: 
 }
 const curl = (...args: string[]) => run('curl', ['-sS', '--fail-with-body', ...args], { maxBuffer: 16 * 1024 * 1024 }).then((r) => r.stdout);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 async function sha256(path: string): Promise<string> {
   const hash = createHash('sha256');

@@ -5,7 +5,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,6 +15,7 @@ import { waitForDatabase } from '../../src/db/wait.js';
 import { StartupError } from '../../src/startup-error.js';
 import { uploadFile } from '../helpers/client.js';
 import { createPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
+import { freePort } from '../helpers/ports.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !configVariables.includes(name)));
@@ -67,16 +67,6 @@ function runServe(args: string[], env: Record<string, string>): Run {
   };
 }
 
-/** A TCP port nothing listens on (taken from the system, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
 /** Stderr as the operator reads it: one `dropstream: ...` line, no stack trace. */
 function oneLine(stderr: string): string {
   expect(stderr, 'stderr').to.match(/^dropstream: [^\n]+\n$/);
@@ -93,7 +83,7 @@ describe('start: the database is not reachable (yet)', () => {
 
   it('when nothing listens on the database port, then it retries with back-off, one log line per attempt, and exits 1 with one clear line', async function () {
     this.timeout(20_000);
-    const port = await closedPort();
+    const port = await freePort();
     const started = Date.now();
     const run = runServe(['serve'], {
       DATA_DIR: dataDir,
@@ -123,7 +113,7 @@ describe('start: the database is not reachable (yet)', () => {
   });
 
   it('when DATABASE_CONNECT_TIMEOUT is 0, then it tries once and exits at once', async function () {
-    const run = runServe(['serve'], { DATA_DIR: dataDir, DATABASE_URL: `postgresql://postgres@127.0.0.1:${await closedPort()}/x`, DATABASE_CONNECT_TIMEOUT: '0' });
+    const run = runServe(['serve'], { DATA_DIR: dataDir, DATABASE_URL: `postgresql://postgres@127.0.0.1:${await freePort()}/x`, DATABASE_CONNECT_TIMEOUT: '0' });
     expect(await run.exited).to.equal(1);
     expect(run.logs.filter((line) => line.msg === 'database not reachable, retrying')).to.be.empty;
     expect(oneLine(run.stderr())).to.match(/not reachable after 0 s \(1 attempt\)/);
@@ -131,7 +121,7 @@ describe('start: the database is not reachable (yet)', () => {
 
   it('when `dropstream migrate` meets a closed port, then it retries the same way and exits 1 with the same line', async function () {
     this.timeout(15_000);
-    const port = await closedPort();
+    const port = await freePort();
     const run = runServe(['migrate'], { DATA_DIR: dataDir, DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/x`, DATABASE_CONNECT_TIMEOUT: '1' });
     expect(await run.exited).to.equal(1);
     const lines = run.stderr().trim().split('\n');
