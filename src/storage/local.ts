@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { constants } from 'node:fs';
 import { type FileHandle, mkdir, open, opendir, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -12,6 +13,8 @@ import {
   ObjectNotFoundError,
   ObjectStoreError,
 } from './object-store.js';
+import { appendAt } from './local-append.js';
+import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
 
 export interface LocalObjectStoreOptions {
   /**
@@ -142,12 +145,74 @@ export class LocalObjectStore implements ObjectStore {
     });
   }
 
-  /**
-   * Opens a fresh file in `.tmp` before any byte is piped, so a store that
-   * cannot create files fails as an ObjectStoreError, never mixed up with the
-   * body's errors that pipeline reports later.
-   */
-  private async createTemp(name: string): Promise<{ path: string; handle: FileHandle }> {
+  // Resumable uploads: a temp file in `.tmp` that each append writes at its
+  // offset (local-append.ts), renamed into place when complete, as put()
+  // does. Its name is the state's uploadId, so openUploads() lists it under
+  // the id the caller records.
+
+  async startResumable(): Promise<ResumableState> {
+    return { uploadId: randomUUID() };
+  }
+
+  async appendResumable(key: string, state: ResumableState, body: AsyncIterable<Buffer>, options: AppendOptions): Promise<AppendResult> {
+    this.pathOf(key);
+    const path = this.resumablePath(state);
+    await this.ensureTmpDir();
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(path, constants.O_WRONLY | constants.O_CREAT, 0o600);
+      const { size } = await handle.stat();
+      if (size < options.offset) throw new Error(`the upload's file holds ${size} bytes, not ${options.offset}`);
+      // Bytes past the offset are from an append whose state was never saved.
+      await handle.truncate(options.offset);
+    } catch (err) {
+      await handle?.close().catch(() => undefined);
+      throw storeError(err, key);
+    }
+    try {
+      const { offset, interrupted } = await appendAt(handle, body, options.offset, (err) => storeError(err, key));
+      return { state, offset, interrupted };
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+  }
+
+  async completeResumable(key: string, state: ResumableState, offset: number): Promise<void> {
+    const target = this.pathOf(key);
+    const path = this.resumablePath(state);
+    try {
+      const size = await stat(path).then((s) => s.size, (err: unknown) => (missing(err) ? undefined : Promise.reject(err)));
+      if (size === undefined) {
+        // Completed before (a retry after the answer was lost): the object is there.
+        if ((await this.head(key))?.size === offset) return;
+        if (offset > 0) throw new Error(`the upload's file is missing`);
+        await this.ensureTmpDir();
+        await (await open(path, 'wx', 0o600)).close();
+      } else if (size !== offset) {
+        throw new Error(`the upload's file holds ${size} bytes, not ${offset}`);
+      }
+      await mkdir(dirname(target), { recursive: true });
+      await rename(path, target);
+    } catch (err) {
+      throw storeError(err, key);
+    }
+  }
+
+  async discardResumable(key: string, state: ResumableState): Promise<void> {
+    await this.discard(key, this.resumableName(state));
+  }
+
+  private resumableName(state: ResumableState): string {
+    const name = state.uploadId;
+    if (typeof name !== 'string' || !UPLOAD_ID.test(name)) throw new Error('not a local resumable state');
+    return name;
+  }
+
+  private resumablePath(state: ResumableState): string {
+    return join(this.tmpDir, this.resumableName(state));
+  }
+
+  private async ensureTmpDir(): Promise<void> {
     this.ready ??= mkdir(this.tmpDir, { recursive: true }).then(
       () => undefined,
       (err: unknown) => {
@@ -156,6 +221,15 @@ export class LocalObjectStore implements ObjectStore {
       },
     );
     await this.ready;
+  }
+
+  /**
+   * Opens a fresh file in `.tmp` before any byte is piped, so a store that
+   * cannot create files fails as an ObjectStoreError, never mixed up with the
+   * body's errors that pipeline reports later.
+   */
+  private async createTemp(name: string): Promise<{ path: string; handle: FileHandle }> {
+    await this.ensureTmpDir();
     const path = join(this.tmpDir, name);
     try {
       return { path, handle: await open(path, 'wx') };

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { ResumableStore } from './resumable.js';
 
 /** An inclusive byte range, as in an HTTP `Range` header. */
 export interface ByteRange {
@@ -44,7 +45,7 @@ export interface OpenUpload {
  * from a user's filename). Every method streams: no implementation may hold a
  * whole object in memory.
  */
-export interface ObjectStore {
+export interface ObjectStore extends ResumableStore {
   /**
    * Streams `body` into a new object under `key`. Resolves once the object is
    * complete and readable. If `body` errors or is destroyed, or the store

@@ -16,6 +16,8 @@ import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo,
 import { describeS3Error } from './s3-errors.js';
 import { ensureUploadExpiry, type UploadExpiry } from './s3-lifecycle.js';
 import { S3_LIMITS, uploadStream } from './s3-upload.js';
+import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
+import { appendS3Resumable, completeS3Resumable, discardS3Resumable, startS3Resumable, type S3ResumableContext } from './s3-resumable.js';
 
 export interface S3StoreOptions {
   /** Endpoint URL, e.g. http://minio:9000; absent for AWS itself. */
@@ -221,6 +223,28 @@ export class S3ObjectStore implements ObjectStore {
       if (isNotFound(err)) return;
       throw new ObjectStoreError('deleting from the object store failed', { cause: err });
     }
+  }
+
+  // Resumable uploads: see s3-resumable.ts.
+
+  private get resumable(): S3ResumableContext {
+    return { client: this.client, bucket: this.bucket, partsInFlight: this.options.partsInFlight };
+  }
+
+  async startResumable(_key: string, options: { maxSize: number }): Promise<ResumableState> {
+    return startS3Resumable(this.partSizeFor(options.maxSize));
+  }
+
+  appendResumable(key: string, state: ResumableState, body: AsyncIterable<Buffer>, options: AppendOptions): Promise<AppendResult> {
+    return appendS3Resumable(this.resumable, key, state, body, options);
+  }
+
+  completeResumable(key: string, state: ResumableState, offset: number): Promise<void> {
+    return completeS3Resumable(this.resumable, key, state, offset);
+  }
+
+  discardResumable(key: string, state: ResumableState): Promise<void> {
+    return discardS3Resumable(this.resumable, key, state);
   }
 
   async close(): Promise<void> {

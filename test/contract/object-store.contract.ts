@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import { ObjectNotFoundError, type ObjectStore, type OpenUpload } from '../../src/storage/object-store.js';
+import { resumableContract } from './resumable.contract.js';
 
 const MiB = 1024 * 1024;
 
@@ -167,6 +168,8 @@ export function objectStoreContract(
       expect(await sha256(await store.get(a))).to.equal(bodyA.sha256());
       expect(await sha256(await store.get(b))).to.equal(bodyB.sha256());
     });
+
+    resumableContract(() => store);
   });
 }
 

@@ -55,6 +55,38 @@ describe('S3ObjectStore', () => {
     await store.close();
   });
 
+  it('when a resumable upload is continued by another store instance, then it completes, and no upload or tail object is left', async () => {
+    const bucket = s3.bucket('resume');
+    const first = new S3ObjectStore(s3.storeOptions(bucket));
+    await first.ensureBucket();
+    const second = new S3ObjectStore(s3.storeOptions(bucket));
+    const data = randomBytes(8 * MiB + 11);
+    const state = await first.startResumable('resume/me', { maxSize: data.length });
+    const a = await first.appendResumable('resume/me', state, Readable.from([data.subarray(0, 3 * MiB)]), { offset: 0, length: data.length });
+    const b = await second.appendResumable('resume/me', JSON.parse(JSON.stringify(a.state)), Readable.from([data.subarray(a.offset)]), { offset: a.offset, length: data.length });
+    await second.completeResumable('resume/me', b.state, b.offset);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await first.get('resume/me')) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).equals(data)).to.equal(true);
+    expect(await allOpenUploads(first)).to.deep.equal([]);
+    expect(await first.head('resume/me.tail0')).to.equal(undefined);
+    expect(await first.head('resume/me.tail1')).to.equal(undefined);
+    await Promise.all([first.close(), second.close()]);
+  });
+
+  it('when a resumable upload is discarded, then its multipart upload is aborted and its tail removed', async () => {
+    const store = await newStore();
+    const data = randomBytes(6 * MiB);
+    const state = await store.startResumable('drop/me', { maxSize: 100 * MiB });
+    const a = await store.appendResumable('drop/me', state, Readable.from([data]), { offset: 0 });
+    expect(await allOpenUploads(store)).to.have.length(1);
+    expect(await store.head('drop/me.tail0')).to.deep.equal({ size: MiB });
+    await store.discardResumable('drop/me', a.state);
+    expect(await allOpenUploads(store)).to.deep.equal([]);
+    expect(await store.head('drop/me.tail0')).to.equal(undefined);
+    await store.close();
+  });
+
   it('when the part size is asked for a large limit, then 10,000 parts always suffice', async () => {
     const store = await newStore({ partSize: 8 * MiB });
     expect(store.partSizeFor(1000)).to.equal(8 * MiB);

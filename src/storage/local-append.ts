@@ -1,0 +1,100 @@
+// The write loop of a resumable append on the local store (local.ts): the
+// body goes to an open temp file at an offset, durably.
+import type { FileHandle } from 'node:fs/promises';
+import { ObjectStoreError } from './object-store.js';
+
+/** Bytes an append writes between two background fdatasyncs. */
+const SYNC_EVERY = 8 * 1024 * 1024;
+/** The most bytes an append holds while a write is in flight. */
+const BATCH = 1024 * 1024;
+
+/**
+ * Writes `body` into `handle` from `offset` on and syncs it. Resolves with
+ * the offset after the last byte the body delivered, and the body's error if
+ * it failed midway (everything before it is written and synced); rejects with
+ * `storeError(err)` when the file cannot be written or synced.
+ *
+ * Writes go out one at a time, each carrying what arrived while the one
+ * before was in flight (at most BATCH bytes wait), so receiving never stops
+ * for a write. What the next request continues from must survive a crash of
+ * this machine, so the append ends with an fdatasync; syncing as it goes
+ * (every SYNC_EVERY bytes) leaves that last one little to do.
+ */
+export async function appendAt(
+  handle: FileHandle,
+  body: AsyncIterable<Buffer>,
+  offset: number,
+  storeError: (err: unknown) => ObjectStoreError,
+): Promise<{ offset: number; interrupted?: unknown }> {
+  let position = offset;
+  let interrupted: unknown;
+  let writing: Promise<void> = Promise.resolve();
+  let syncing: Promise<void> = Promise.resolve();
+  let batch: Buffer[] = [];
+  let batched = 0;
+  let writeAt = offset;
+  let unsynced = 0;
+  const flush = () => {
+    const buffers = batch;
+    const at = writeAt;
+    writeAt += batched;
+    unsynced += batched;
+    batch = [];
+    batched = 0;
+    writing = writing.then(() => writeAll(handle, buffers, at));
+    if (unsynced >= SYNC_EVERY) {
+      unsynced = 0;
+      const written = writing;
+      syncing = Promise.all([syncing, written]).then(() => handle.datasync());
+      syncing.catch(() => undefined); // reported by the final sync
+    }
+  };
+  try {
+    try {
+      for await (const chunk of body) {
+        batch.push(chunk);
+        batched += chunk.length;
+        position += chunk.length;
+        if (batched >= BATCH) {
+          await writing.catch((err: unknown) => {
+            throw storeError(err);
+          });
+          flush();
+        }
+      }
+    } catch (err) {
+      // The store's own failures end the append; the body's are an interruption.
+      if (err instanceof ObjectStoreError) throw err;
+      interrupted = err ?? new Error('the body ended early');
+    }
+    flush();
+    await Promise.all([writing, syncing]);
+    await handle.datasync();
+  } catch (err) {
+    throw err instanceof ObjectStoreError ? err : storeError(err);
+  } finally {
+    // Nothing may write to the file once the append has answered.
+    await Promise.allSettled([writing, syncing]);
+  }
+  return { offset: position, interrupted };
+}
+
+/** Writes every byte of `buffers` at `position` (writev may write less than asked). */
+async function writeAll(handle: FileHandle, buffers: Buffer[], position: number): Promise<void> {
+  let rest = buffers;
+  let at = position;
+  while (rest.length) {
+    const { bytesWritten } = await handle.writev(rest, at);
+    at += bytesWritten;
+    let skip = bytesWritten;
+    const next: Buffer[] = [];
+    for (const buffer of rest) {
+      if (skip >= buffer.length) skip -= buffer.length;
+      else {
+        next.push(skip ? buffer.subarray(skip) : buffer);
+        skip = 0;
+      }
+    }
+    rest = next;
+  }
+}

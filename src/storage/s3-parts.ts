@@ -1,0 +1,99 @@
+import { CreateMultipartUploadCommand, UploadPartCommand, type S3Client } from '@aws-sdk/client-s3';
+import { ObjectStoreError } from './object-store.js';
+
+export interface PartWriterOptions {
+  client: S3Client;
+  bucket: string;
+  key: string;
+  /** Bytes per part; every part but an upload's last has exactly this size. */
+  partSize: number;
+  /** Parts sent at once. */
+  partsInFlight: number;
+  /** The multipart upload to add to; absent: one is created before the first part. */
+  uploadId?: string;
+  /** Number of the first part this writer sends (parts before it are already stored). */
+  firstPart: number;
+  /** Awaited once a new multipart upload exists, before its first part is sent. */
+  onCreated?: (uploadId: string) => Promise<void>;
+}
+
+export const storeError = (what: string) => (err: unknown) => {
+  throw new ObjectStoreError(`${what} failed`, { cause: err });
+};
+
+/**
+ * Copies bytes into fixed part buffers, allocated once and reused, and sends
+ * each full buffer as one part of a multipart upload, at most partsInFlight
+ * at once: a writer holds partsInFlight + 1 buffers however much it writes.
+ * The resumable appends use it (s3-resumable.ts); put()'s loop in
+ * s3-upload.ts works the same way.
+ */
+export class PartWriter {
+  uploadId: string | undefined;
+  /** The part being filled, and how much of it is. */
+  buffer: Buffer;
+  filled = 0;
+  /** ETags of the parts this writer sent, in part order from firstPart. */
+  readonly etags: string[] = [];
+  private readonly spare: Buffer[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  private failure: unknown;
+  private next: number;
+
+  constructor(private readonly options: PartWriterOptions) {
+    this.uploadId = options.uploadId;
+    this.next = options.firstPart;
+    this.buffer = Buffer.allocUnsafeSlow(options.partSize);
+  }
+
+  /** Copies `chunk` in, sending every part it fills; waits while partsInFlight parts are on their way. */
+  async write(chunk: Buffer): Promise<void> {
+    const { partSize } = this.options;
+    for (let offset = 0; offset < chunk.length; ) {
+      const copied = chunk.copy(this.buffer, this.filled, offset);
+      offset += copied;
+      this.filled += copied;
+      if (this.filled === partSize) await this.sendFilled();
+    }
+  }
+
+  /** Sends what the buffer holds as the next part (the upload's last may be short). */
+  async sendFilled(): Promise<void> {
+    const { client, bucket, key, partsInFlight } = this.options;
+    if (this.failure) throw this.failure;
+    if (!this.uploadId) {
+      this.uploadId = await client
+        .send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: 'application/octet-stream' }))
+        .then((res) => res.UploadId!, storeError('starting a multipart upload'));
+      await this.options.onCreated?.(this.uploadId);
+    }
+    const buffer = this.buffer;
+    const length = this.filled;
+    const PartNumber = this.next++;
+    const index = PartNumber - this.options.firstPart;
+    const sending: Promise<void> = client
+      .send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: this.uploadId, PartNumber, Body: buffer.subarray(0, length), ContentLength: length }))
+      .then((res) => {
+        this.etags[index] = res.ETag!;
+        this.spare.push(buffer); // only now may the buffer be filled again
+      }, storeError(`uploading part ${PartNumber}`))
+      .catch((err: unknown) => void (this.failure ??= err))
+      .finally(() => this.inFlight.delete(sending));
+    this.inFlight.add(sending);
+    this.buffer = this.spare.pop() ?? Buffer.allocUnsafeSlow(this.options.partSize);
+    this.filled = 0;
+    while (this.inFlight.size >= partsInFlight && !this.failure) await Promise.race(this.inFlight);
+    if (this.failure) throw this.failure;
+  }
+
+  /** Waits for every part on its way; rejects with the first failure. */
+  async drain(): Promise<void> {
+    await Promise.all(this.inFlight);
+    if (this.failure) throw this.failure;
+  }
+
+  /** Waits for parts on their way, ignoring failures (before giving up on the upload). */
+  async settle(): Promise<void> {
+    await Promise.allSettled(this.inFlight);
+  }
+}

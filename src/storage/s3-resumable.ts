@@ -1,0 +1,196 @@
+// Resumable uploads in S3: each append adds parts to one multipart upload.
+// S3 wants every part but the last to be at least 5 MiB, so the bytes an
+// append ends with that do not fill a part are kept in the bucket as a small
+// "tail" object (like @tus/s3-store's incomplete part), read back into the
+// first part buffer by the next append: never on our disk, never in memory
+// between requests. Part ETags live in the state (in our database), since
+// not every S3 implementation has ListParts (s3rver has not).
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3ServiceException,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { ObjectStoreError } from './object-store.js';
+import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
+import { PartWriter, storeError } from './s3-parts.js';
+
+/** The S3 store's ResumableState. */
+interface S3Resumable {
+  /** Bytes per part, fixed for the upload: every part but the last has this size. */
+  partSize: number;
+  /** The multipart upload, created with the first full part. */
+  uploadId?: string;
+  /** ETags of the stored parts, part 1 first. */
+  etags: string[];
+  /**
+   * Bytes after the last part, in the tail object of this slot. Appends
+   * write the other slot, so the saved state's tail is never overwritten by
+   * an append whose state is not saved.
+   */
+  tail?: { slot: 0 | 1; size: number };
+}
+
+export interface S3ResumableContext {
+  client: S3Client;
+  bucket: string;
+  partsInFlight: number;
+}
+
+const tailKey = (key: string, slot: 0 | 1) => `${key}.tail${slot}`;
+
+const isMissing = (err: unknown, names: string[]) =>
+  err instanceof S3ServiceException && (names.includes(err.name) || err.$metadata.httpStatusCode === 404);
+
+function parse(state: ResumableState): S3Resumable {
+  const s = state as unknown as S3Resumable;
+  if (typeof s.partSize !== 'number' || !Array.isArray(s.etags)) throw new Error('not an S3 resumable state');
+  return s;
+}
+
+/** Reads a whole small object into `into`; returns its length. */
+async function readInto(ctx: S3ResumableContext, key: string, into: Buffer): Promise<number> {
+  const res = await ctx.client.send(new GetObjectCommand({ Bucket: ctx.bucket, Key: key })).catch(storeError('reading the tail of an upload'));
+  let length = 0;
+  try {
+    for await (const chunk of res.Body as AsyncIterable<Buffer>) {
+      if (length + chunk.length > into.length) throw new ObjectStoreError(`the tail ${key} is larger than a part`);
+      length += chunk.copy(into, length);
+    }
+  } catch (err) {
+    if (err instanceof ObjectStoreError) throw err;
+    throw new ObjectStoreError('reading the tail of an upload failed', { cause: err });
+  }
+  return length;
+}
+
+async function putObject(ctx: S3ResumableContext, key: string, body: Buffer): Promise<void> {
+  await ctx.client
+    .send(new PutObjectCommand({ Bucket: ctx.bucket, Key: key, Body: body, ContentLength: body.length, ContentType: 'application/octet-stream' }))
+    .catch(storeError('storing an object'));
+}
+
+async function deleteTails(ctx: S3ResumableContext, key: string): Promise<void> {
+  await Promise.all(
+    ([0, 1] as const).map((slot) =>
+      ctx.client.send(new DeleteObjectCommand({ Bucket: ctx.bucket, Key: tailKey(key, slot) })).catch((err: unknown) => {
+        if (!isMissing(err, ['NoSuchKey', 'NotFound'])) throw new ObjectStoreError('deleting the tail of an upload failed', { cause: err });
+      }),
+    ),
+  );
+}
+
+export function startS3Resumable(partSize: number): ResumableState {
+  return { partSize, etags: [] } satisfies S3Resumable as unknown as ResumableState;
+}
+
+export async function appendS3Resumable(
+  ctx: S3ResumableContext,
+  key: string,
+  state: ResumableState,
+  body: AsyncIterable<Buffer>,
+  options: AppendOptions,
+): Promise<AppendResult> {
+  const s = parse(state);
+  const stored = s.etags.length * s.partSize + (s.tail?.size ?? 0);
+  if (stored !== options.offset) throw new Error(`resumable state holds ${stored} bytes, not the offset ${options.offset}`);
+  const writer = new PartWriter({
+    ...ctx,
+    key,
+    partSize: s.partSize,
+    uploadId: s.uploadId,
+    firstPart: s.etags.length + 1,
+    onCreated: async (uploadId) => options.onState?.({ ...s, uploadId } as unknown as ResumableState),
+  });
+  let received = 0;
+  let interrupted: unknown;
+  try {
+    if (s.tail) {
+      writer.filled = await readInto(ctx, tailKey(key, s.tail.slot), writer.buffer);
+      if (writer.filled !== s.tail.size) throw new ObjectStoreError(`the tail of ${key} has ${writer.filled} bytes, not ${s.tail.size}`);
+    }
+    try {
+      for await (const chunk of body) {
+        await writer.write(chunk);
+        received += chunk.length;
+      }
+    } catch (err) {
+      // The store's own failures end the append; the body's are an interruption.
+      if (err instanceof ObjectStoreError) throw err;
+      interrupted = err ?? new Error('the body ended early');
+    }
+    const offset = options.offset + received;
+    let tail: S3Resumable['tail'];
+    if (offset === options.length && writer.uploadId) {
+      // The end of the upload: what is left is its last part, which may be short.
+      if (writer.filled > 0) await writer.sendFilled();
+    } else if (writer.filled > 0) {
+      const slot = s.tail?.slot === 0 ? 1 : 0;
+      await putObject(ctx, tailKey(key, slot), writer.buffer.subarray(0, writer.filled));
+      tail = { slot, size: writer.filled };
+    }
+    await writer.drain();
+    const next: S3Resumable = { partSize: s.partSize, uploadId: writer.uploadId, etags: [...s.etags, ...writer.etags], tail };
+    return { state: next as unknown as ResumableState, offset, interrupted };
+  } catch (err) {
+    await writer.settle();
+    throw err;
+  }
+}
+
+export async function completeS3Resumable(ctx: S3ResumableContext, key: string, state: ResumableState, offset: number): Promise<void> {
+  const s = parse(state);
+  const done = async () => {
+    const head = await ctx.client.send(new HeadObjectCommand({ Bucket: ctx.bucket, Key: key })).catch(() => undefined);
+    return head?.ContentLength === offset;
+  };
+  if (s.uploadId) {
+    if (s.tail) throw new Error('completing an upload whose last part was never sent');
+    try {
+      await ctx.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: ctx.bucket,
+          Key: key,
+          UploadId: s.uploadId,
+          MultipartUpload: { Parts: s.etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) },
+        }),
+      );
+    } catch (err) {
+      // Completed before (a retry after the answer was lost): the upload is
+      // gone (NoSuchUpload; s3rver answers InternalError) and the object is there.
+      if (!(await done())) throw new ObjectStoreError('completing a multipart upload failed', { cause: err });
+    }
+  } else {
+    // Smaller than one part: the object is the tail, copied through memory (at most one part).
+    const body = Buffer.allocUnsafeSlow(s.tail?.size ?? 0);
+    let length = 0;
+    try {
+      if (s.tail) length = await readInto(ctx, tailKey(key, s.tail.slot), body);
+    } catch (err) {
+      if (!(isMissing((err as Error).cause, ['NoSuchKey']) && (await done()))) throw err;
+      length = -1;
+    }
+    if (length >= 0) {
+      if (length !== offset) throw new ObjectStoreError(`the tail of ${key} has ${length} bytes, not ${offset}`);
+      await putObject(ctx, key, body.subarray(0, length));
+    }
+  }
+  await deleteTails(ctx, key);
+}
+
+export async function discardS3Resumable(ctx: S3ResumableContext, key: string, state: ResumableState): Promise<void> {
+  const s = parse(state);
+  if (s.uploadId) {
+    await ctx.client.send(new AbortMultipartUploadCommand({ Bucket: ctx.bucket, Key: key, UploadId: s.uploadId })).catch((err: unknown) => {
+      if (!isMissing(err, ['NoSuchUpload'])) throw new ObjectStoreError('aborting a multipart upload failed', { cause: err });
+    });
+  }
+  await deleteTails(ctx, key);
+  await ctx.client.send(new DeleteObjectCommand({ Bucket: ctx.bucket, Key: key })).catch((err: unknown) => {
+    if (!isMissing(err, ['NoSuchKey', 'NotFound'])) throw new ObjectStoreError('deleting an object failed', { cause: err });
+  });
+}
