@@ -7,6 +7,7 @@ import type { AccountService } from './accounts/service.js';
 import { badRequest } from './errors.js';
 import type { FileService } from './files/service.js';
 import type { GcResult } from './http/admin-routes.js';
+import type { ResumableUploads } from './files/resumable.js';
 import type { UploadGate } from './files/upload-gate.js';
 import { adminRoutes } from './http/admin-routes.js';
 import { apiRoutes } from './http/api-routes.js';
@@ -14,6 +15,7 @@ import { downloadRoutes } from './http/download-route.js';
 import { docsRoutes } from './http/docs-routes.js';
 import { errorResponses, lateErrors } from './http/errors.js';
 import { HEALTH_PATHS, healthRoutes } from './http/health-routes.js';
+import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './http/tus-headers.js';
 import { requestLog } from './http/request-log.js';
 import type { FailureLimits } from './limits/failure-limits.js';
 import type { RequestLimits } from './limits/request-limits.js';
@@ -23,6 +25,8 @@ import type { ObjectStore } from './storage/object-store.js';
 export interface AppDeps {
   accounts: AccountService;
   files: FileService;
+  /** Resumable uploads (tus) under /api/v1/uploads. */
+  resumable?: ResumableUploads;
   store: ObjectStore;
   uploadGate: UploadGate;
   requestLimits: RequestLimits;
@@ -53,7 +57,7 @@ export function createApp(deps: AppDeps): Koa {
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, metrics, publicUrl });
+  const api = apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable });
   const downloads = downloadRoutes({ files, store, tokenFailures, metrics, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(requestLog(logger, metrics, { quietRoutes: HEALTH_PATHS }));
   app.use(errorResponses(logger, metrics));
@@ -73,9 +77,9 @@ export function createApp(deps: AppDeps): Koa {
 function corsFor(origins: string[]) {
   return cors({
     origin: (ctx) => (origins.includes('*') ? '*' : origins.includes(ctx.get('Origin')) ? ctx.get('Origin') : ''),
-    allowMethods: ['GET', 'HEAD', 'POST', 'DELETE'],
-    allowHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'X-Request-Id'],
-    exposeHeaders: ['Content-Disposition', 'Content-Range', 'ETag', 'Retry-After', 'X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit', 'RateLimit-Policy'],
+    allowMethods: ['GET', 'HEAD', 'POST', 'DELETE', 'PATCH'],
+    allowHeaders: ['Authorization', 'Content-Type', 'Range', 'If-None-Match', 'X-Request-Id', ...TUS_REQUEST_HEADERS],
+    exposeHeaders: ['Content-Disposition', 'Content-Range', 'ETag', 'Retry-After', 'X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit', 'RateLimit-Policy', ...TUS_RESPONSE_HEADERS],
     maxAge: 600,
   });
 }

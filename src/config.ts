@@ -56,6 +56,7 @@ const schema = z
     IDLE_TIMEOUT: integer(1, 3600).default(60),
     GC_GRACE: integer(0, 30 * 86_400).default(3600),
     GC_INTERVAL: integer(0, 86_400).default(600),
+    RESUMABLE_EXPIRY: integer(1, 30 * 86_400).default(86_400),
     AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
   })
@@ -100,6 +101,8 @@ const schema = z
     gcGrace: env.GC_GRACE,
     /** Seconds between sweeps on each instance; 0 turns the schedule off (`dropstream gc` still works). */
     gcInterval: env.GC_INTERVAL,
+    /** Seconds an unfinished resumable upload lives after its creation or last write (Upload-Expires). */
+    resumableExpiry: env.RESUMABLE_EXPIRY,
     /** Failed API keys, and unknown download links, allowed per client address and minute before 429. */
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     linkFailureLimit: env.LINK_FAILURE_LIMIT,

@@ -48,6 +48,36 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly resumableCreated = new Counter({
+    name: 'dropstream_resumable_uploads_created_total',
+    help: 'Resumable (tus) uploads created',
+    registers: [this.registry],
+  });
+
+  readonly resumableInFlight = new Gauge({
+    name: 'dropstream_resumable_uploads_in_flight',
+    help: 'Resumable (tus) uploads receiving bytes on this instance now (PATCH, or POST with a body)',
+    registers: [this.registry],
+  });
+
+  readonly resumableReceivedBytes = new Counter({
+    name: 'dropstream_resumable_received_bytes_total',
+    help: 'Bytes stored by resumable uploads, counted as each request ends',
+    registers: [this.registry],
+  });
+
+  readonly resumedBytes = new Counter({
+    name: 'dropstream_resumed_bytes_total',
+    help: 'Bytes clients did not send again: the offset at which each upload continued after a request cut short',
+    registers: [this.registry],
+  });
+
+  readonly resumableInterruptions = new Counter({
+    name: 'dropstream_resumable_interruptions_total',
+    help: 'Resumable upload requests cut short; what they delivered was kept',
+    registers: [this.registry],
+  });
+
   constructor(uploadsInFlight: () => number) {
     new Gauge({
       name: 'dropstream_uploads_in_flight',

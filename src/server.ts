@@ -16,6 +16,7 @@ import { describeDatabase, waitForDatabase } from './db/wait.js';
 import { recountFiles } from './files/file-rows.js';
 import { UploadQuota } from './files/quota.js';
 import { PendingObjects } from './files/pending.js';
+import { ResumableUploads } from './files/resumable.js';
 import { FileService } from './files/service.js';
 import { Sweeper } from './files/sweeper.js';
 import { UploadGate } from './files/upload-gate.js';
@@ -130,7 +131,8 @@ export async function startServer(config: Config, logger = createLogger(config.l
     const quota = new UploadQuota(db.prisma);
     const pending = new PendingObjects(db.prisma, quota);
     const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError });
-    const sweeper = new Sweeper(db.prisma, store, quota);
+    const resumable = new ResumableUploads({ prisma: db.prisma, store, quota, expirySeconds: config.resumableExpiry, onCleanupError });
+    const sweeper = new Sweeper(db.prisma, store, quota, resumable);
     const sweep = async (graceSeconds = config.gcGrace) => {
       const result = await sweeper.sweep(graceSeconds);
       if (result.uploads || result.deletes || result.strays || result.failed) logger.info({ ...result }, 'swept pending objects');
@@ -142,6 +144,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
     const app = createApp({
       accounts,
       files,
+      resumable,
       store,
       uploadGate,
       requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix, failures: authFailures }),

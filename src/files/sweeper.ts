@@ -1,6 +1,7 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore, OpenUpload } from '../storage/object-store.js';
 import type { UploadQuota } from './quota.js';
+import type { ResumableUploads } from './resumable.js';
 
 export interface SweepResult {
   /** Objects and incomplete uploads of uploads that never completed, removed. */
@@ -30,19 +31,24 @@ const BATCH = 500;
  * older than `grace` that no record claims (by storage key or upload id) are
  * aborted. That catches what no record knows of: a crash between the store
  * creating a multipart upload and our recording its id. Uploads in progress
- * always have a record, so they are never touched.
+ * always have a record, so they are never touched. Resumable uploads (tus)
+ * keep theirs (reason "resumable", with the store's upload id: the multipart
+ * upload, or the local temp file's name) until they finish or expire, however
+ * long they are silent; expired ones go in the pass between the two.
  */
 export class Sweeper {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly store: ObjectStore,
     private readonly quota: UploadQuota,
+    private readonly resumable?: ResumableUploads,
   ) {}
 
   async sweep(graceSeconds: number): Promise<SweepResult> {
     const cutoff = new Date(Date.now() - graceSeconds * 1000);
     const result: SweepResult = { uploads: 0, deletes: 0, strays: 0, failed: 0 };
     await this.sweepRecords(cutoff, result);
+    await this.sweepResumable(result);
     // A removal failed: the store is down, and listing it would only fail too.
     if (result.failed === 0) await this.sweepStrays(cutoff, result);
     return result;
@@ -50,7 +56,8 @@ export class Sweeper {
 
   private async sweepRecords(cutoff: Date, result: SweepResult): Promise<void> {
     const rows = await this.prisma.pendingObject.findMany({
-      where: { OR: [{ reason: 'delete' }, { touchedAt: { lte: cutoff } }] },
+      // Resumable uploads may be silent for long; they go when they expire (below).
+      where: { OR: [{ reason: 'delete' }, { reason: { not: 'resumable' }, touchedAt: { lte: cutoff } }] },
       orderBy: { touchedAt: 'asc' },
       take: BATCH,
     });
@@ -105,5 +112,16 @@ export class Sweeper {
     const claimedKeys = new Set(claims.map((c) => c.storageKey));
     const claimedIds = new Set(claims.map((c) => c.uploadId));
     return uploads.filter((u) => !claimedIds.has(u.uploadId) && (u.key === undefined || !claimedKeys.has(u.key)));
+  }
+
+  /** Resumable uploads past Upload-Expires with no request writing: bytes, records and slot of the unfinished; the row of the finished. */
+  private async sweepResumable(result: SweepResult): Promise<void> {
+    if (!this.resumable) return;
+    const now = new Date();
+    for (const id of await this.resumable.records.expired(now, BATCH)) {
+      const outcome = await this.resumable.remove(id, { expiredAt: now });
+      if (outcome === 'removed') result.uploads += 1;
+      if (outcome === 'failed') result.failed += 1;
+    }
   }
 }

@@ -10,6 +10,8 @@ import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
 import type { Metrics } from '../metrics.js';
 import { presentFile, publicLink } from './present.js';
+import type { ResumableUploads } from '../files/resumable.js';
+import { tusRoutes } from './tus-routes.js';
 
 export interface ApiDeps {
   accounts: AccountService;
@@ -21,6 +23,8 @@ export interface ApiDeps {
   metrics?: Metrics;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
+  /** Resumable uploads (tus); absent: no /uploads routes. */
+  resumable?: ResumableUploads;
 }
 
 const positiveInt = z.string().regex(/^[0-9]{1,9}$/).transform(Number).pipe(z.number().int().min(1));
@@ -46,7 +50,7 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, metrics, publicUrl }: ApiDeps) {
+export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, metrics, publicUrl, resumable }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
@@ -86,6 +90,8 @@ export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFail
       throw err;
     }
   }
+
+  if (resumable) tusRoutes(router, guard, { resumable, uploadGate, metrics, publicUrl });
 
   router.get('/files', guard, async (ctx) => {
     const { page, limit } = parseListQuery(ctx.query);

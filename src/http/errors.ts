@@ -6,7 +6,7 @@ import { AppError } from '../errors.js';
 import { ObjectNotFoundError, ObjectStoreError } from '../storage/object-store.js';
 import { recordFailure, requestIdOf, routeOf } from './request-log.js';
 
-const KEEP_ON_ERROR = /^(x-request-id|x-ratelimit-|ratelimit)/i;
+const KEEP_ON_ERROR = /^(x-request-id|x-ratelimit-|ratelimit|tus-)/i;
 
 const internal = () => new AppError(500, 'internal_error', 'Internal server error');
 

@@ -1,0 +1,326 @@
+// Resumable uploads (tus, src/http/tus-routes.ts): an upload created once
+// and written by any number of requests, on any instances, until its last
+// byte is in; then it becomes a file through the same commit as a plain
+// upload (file-rows.ts). Nothing of an upload lives in a process between
+// requests: its offset, the store's state and the SHA-256 so far are in the
+// database (resumable-records.ts), its bytes in the object store.
+import { createHash, randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { createSHA256 } from 'hash-wasm';
+import type { Caller } from '../accounts/service.js';
+import { AppError } from '../errors.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import { fileErrors } from './errors.js';
+import { commitFile } from './file-rows.js';
+import { cleanFilename } from './filename.js';
+import type { UploadQuota } from './quota.js';
+import { newStorageKey, type FileRecord } from './record.js';
+import { resumableErrors } from './resumable-errors.js';
+import { newUploadId, ResumableRecords, type ResumableRow } from './resumable-records.js';
+
+export interface ResumableOptions {
+  prisma: PrismaClient;
+  store: ObjectStore;
+  quota: UploadQuota;
+  /** Seconds an unfinished upload lives after its creation or last write (Upload-Expires). */
+  expirySeconds: number;
+  /** How long a request's lease on an upload holds unless renewed (every third of it, while the request runs). */
+  leaseMs?: number;
+  clock?: () => Date;
+  /** Errors of clean-up work that must not fail the request. */
+  onCleanupError: (err: unknown) => void;
+}
+
+/** What a client is told about an upload. */
+export interface UploadStatus {
+  id: string;
+  filename: string;
+  offset: number;
+  /** Undefined while deferred. */
+  length?: number;
+  expiresAt: Date;
+  /** Present once the upload is a file. */
+  file?: FileRecord;
+}
+
+export interface AppendInput {
+  /** Upload-Offset: where the client says the body continues. */
+  offset: number;
+  /** Upload-Length sent with this request (declares a deferred length). */
+  length?: number;
+  /** Content-Length, when the client sent one: checked against the limits before any byte is read. */
+  bodySize?: number;
+  body: Readable;
+  /** Upload-Checksum: the SHA-256 of this body; a mismatch keeps none of it. */
+  checksum?: Buffer;
+}
+
+export interface AppendOutcome {
+  status: UploadStatus;
+  /** Bytes this request stored. */
+  received: number;
+  /** The offset this request continued from, when the request before it was cut short. */
+  resumedAt?: number;
+}
+
+const statusOf = (row: ResumableRow, file?: FileRecord): UploadStatus => ({
+  id: row.id,
+  filename: row.filename,
+  offset: row.offset,
+  length: row.length,
+  expiresAt: row.expiresAt,
+  file,
+});
+
+async function hasher(state?: Uint8Array) {
+  const hash = await createSHA256();
+  if (state) hash.load(state);
+  else hash.init();
+  return hash;
+}
+
+export class ResumableUploads {
+  readonly records: ResumableRecords;
+  private readonly leaseMs: number;
+  private readonly clock: () => Date;
+
+  constructor(private readonly options: ResumableOptions) {
+    this.records = new ResumableRecords(options.prisma);
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.clock = options.clock ?? (() => new Date());
+  }
+
+  private later(ms: number): Date {
+    return new Date(this.clock().getTime() + ms);
+  }
+
+  /**
+   * A new upload of `length` bytes (undefined: deferred) named by the
+   * client's `rawFilename`. Limits come first: a length over the plan's
+   * max_file_size is refused (403) before a daily slot is taken (403 when
+   * none is left).
+   */
+  async create(caller: Caller, input: { length?: number; rawFilename: string }): Promise<UploadStatus> {
+    const { store, quota, onCleanupError } = this.options;
+    const filename = cleanFilename(input.rawFilename);
+    const max = caller.plan.maxFileSize;
+    if (input.length !== undefined && input.length > max) throw fileErrors.tooLarge(max);
+    const day = await quota.take(caller.accountId, caller.plan.dailyUploads);
+    if (!day) throw fileErrors.dailyUploadLimit(caller.plan.dailyUploads);
+    try {
+      const storageKey = newStorageKey();
+      const row = await this.records.create({
+        id: newUploadId(),
+        accountId: caller.accountId,
+        storageKey,
+        filename,
+        length: input.length,
+        storeState: await store.startResumable(storageKey, { maxSize: input.length ?? max }),
+        hashState: (await hasher()).save(),
+        quotaDay: day,
+        expiresAt: this.later(this.options.expirySeconds * 1000),
+      });
+      return statusOf(row);
+    } catch (err) {
+      await quota.release(caller.accountId, day).catch(onCleanupError);
+      throw err;
+    }
+  }
+
+  /** The upload's state (HEAD); finishes it if its last request stored every byte but was cut short before it became a file. */
+  async status(caller: Caller, id: string): Promise<UploadStatus> {
+    const now = this.clock();
+    const view = await this.records.find(id, caller.accountId, now);
+    if (view?.file) return statusOf(view, view.file);
+    if (!view?.pending || view.expiresAt <= now) throw resumableErrors.notFound();
+    if (view.offset === view.length && !view.locked) {
+      const token = randomUUID();
+      const row = await this.records.lease(id, caller.accountId, token, now, this.later(this.leaseMs), view.offset);
+      if (row) return statusOf(row, await this.finishLeased(row, token));
+    }
+    return statusOf(view);
+  }
+
+  /** Writes `input.body` at `input.offset` (PATCH). */
+  async append(caller: Caller, id: string, input: AppendInput): Promise<AppendOutcome> {
+    const { records } = this;
+    const token = randomUUID();
+    const row = await records.lease(id, caller.accountId, token, this.clock(), this.later(this.leaseMs), input.offset);
+    if (!row) throw await this.whyNotLeased(caller, id, input.offset);
+    let leased = true;
+    // The lease outlives a stalled client only while this process is alive
+    // to renew it; if it cannot, stop: what follows could not be saved.
+    const renewal = setInterval(() => {
+      records.renew(id, token, this.later(this.leaseMs)).then(
+        (ours) => ours || input.body.destroy(resumableErrors.busy()),
+        (err: unknown) => input.body.destroy(err as Error),
+      );
+    }, this.leaseMs / 3).unref();
+    try {
+      const outcome = await this.appendLeased(caller, row, token, input);
+      leased = false; // committed (and released) by appendLeased
+      return outcome;
+    } catch (err) {
+      if (err instanceof LeaseEnded) {
+        leased = false;
+        throw err.reason;
+      }
+      throw err;
+    } finally {
+      clearInterval(renewal);
+      if (leased) await records.release(id, token).catch(this.options.onCleanupError);
+    }
+  }
+
+  private async appendLeased(caller: Caller, row: ResumableRow, token: string, input: AppendInput): Promise<AppendOutcome> {
+    const max = caller.plan.maxFileSize;
+    const length = this.declaredLength(row, input.length);
+    if (row.offset === length) return this.appendToComplete(caller, row, token, input);
+    const limit = (length ?? max) - row.offset;
+    const overLimit = () => (length === undefined ? fileErrors.tooLarge(max) : resumableErrors.lengthExceeded(length));
+    if ((length ?? 0) > max || (input.bodySize ?? 0) > limit) {
+      const err = (length ?? 0) > max ? fileErrors.tooLarge(max) : overLimit();
+      if (err.code === 'file_too_large') await this.removeLeased(row.id, token);
+      throw new LeaseEnded(err, err.code === 'file_too_large');
+    }
+
+    const hash = await hasher(row.hashState);
+    const checksum = input.checksum ? createHash('sha256') : undefined;
+    let received = 0;
+    // Chunks go from here straight to the store's for-await: what is counted
+    // and hashed is exactly what the store received.
+    async function* measured(): AsyncGenerator<Buffer> {
+      for await (const chunk of input.body as AsyncIterable<Buffer>) {
+        if (received + chunk.length > limit) throw overLimit();
+        received += chunk.length;
+        hash.update(chunk);
+        checksum?.update(chunk);
+        yield chunk;
+      }
+    }
+    const result = await this.options.store.appendResumable(row.storageKey, row.storeState, measured(), {
+      offset: row.offset,
+      length,
+      onState: (state) => this.records.saveStoreState(row, token, state),
+    });
+    const { interrupted } = result;
+    if (result.offset !== row.offset + received) throw new Error(`the store kept ${result.offset - row.offset} bytes of ${received}`);
+    if (interrupted instanceof AppError && interrupted.code === 'file_too_large') {
+      await this.removeLeased(row.id, token);
+      throw new LeaseEnded(interrupted, true);
+    }
+    if (checksum && (interrupted || !checksum.digest().equals(input.checksum!))) {
+      // Nothing is saved: the next append from the saved state writes over these bytes.
+      throw interrupted ? resumableErrors.aborted() : resumableErrors.checksumMismatch();
+    }
+    const finished = result.offset === length;
+    const next = { ...row, offset: result.offset, length, storeState: result.state, hashState: hash.save(), expiresAt: this.later(this.options.expirySeconds * 1000) };
+    const saved = await this.records.commit(row.id, token, { ...next, interrupted: interrupted !== undefined, keepLease: finished });
+    if (!saved) throw new LeaseEnded(resumableErrors.busy());
+    if (interrupted !== undefined && !finished) {
+      const reason = interrupted instanceof AppError ? interrupted : resumableErrors.aborted();
+      throw new LeaseEnded(new AppError(reason.status, reason.code, reason.message, { ...reason.headers, 'Upload-Offset': String(result.offset) }));
+    }
+    const file = finished ? await this.finishLeased(next, token) : undefined;
+    return { status: statusOf(next, file), received, resumedAt: row.interrupted ? row.offset : undefined };
+  }
+
+  /** A request to an upload that has every byte: nothing more may come; finish it if that was cut short. */
+  private async appendToComplete(caller: Caller, row: ResumableRow, token: string, input: AppendInput): Promise<AppendOutcome> {
+    if ((input.bodySize ?? 0) > 0) throw resumableErrors.lengthExceeded(row.offset);
+    const view = await this.records.find(row.id, caller.accountId, this.clock());
+    if (view?.file || !view?.pending) {
+      await this.records.release(row.id, token);
+      if (!view?.file) throw resumableErrors.notFound();
+      return { status: statusOf(row, view.file), received: 0 };
+    }
+    return { status: statusOf(row, await this.finishLeased(row, token)), received: 0 };
+  }
+
+  /** The length this request leaves the upload with; a deferred one may be declared once, never changed. */
+  private declaredLength(row: ResumableRow, declared: number | undefined): number | undefined {
+    if (declared === undefined || declared === row.length) return row.length;
+    if (row.length !== undefined) throw resumableErrors.lengthMismatch(`Upload-Length is already ${row.length}`);
+    if (declared < row.offset) throw resumableErrors.lengthMismatch(`Upload-Length is below the ${row.offset} bytes already stored`);
+    return declared;
+  }
+
+  /** Makes the upload's object a file, as a plain upload's; ends the lease. */
+  private async finishLeased(row: ResumableRow, token: string): Promise<FileRecord> {
+    await this.options.store.completeResumable(row.storageKey, row.storeState, row.offset);
+    const sha256 = (await hasher(row.hashState)).digest('hex');
+    const file = await commitFile(this.options.prisma, {
+      accountId: row.accountId,
+      filename: row.filename,
+      size: row.offset,
+      sha256,
+      storageKey: row.storageKey,
+    });
+    await this.records.release(row.id, token);
+    return file;
+  }
+
+  private async whyNotLeased(caller: Caller, id: string, offset: number): Promise<AppError> {
+    const now = this.clock();
+    const view = await this.records.find(id, caller.accountId, now);
+    if (!view || !(view.pending || view.file) || (!view.file && view.expiresAt <= now)) return resumableErrors.notFound();
+    if (view.offset !== offset) return resumableErrors.offsetMismatch(view.offset);
+    return resumableErrors.busy();
+  }
+
+  /** Terminates an unfinished upload (DELETE): its bytes are removed and its daily slot comes back. */
+  async terminate(caller: Caller, id: string): Promise<void> {
+    const token = randomUUID();
+    const now = this.clock();
+    const row = await this.records.lease(id, caller.accountId, token, now, this.later(this.leaseMs));
+    const view = await this.records.find(id, caller.accountId, now);
+    if (!row) {
+      if (view?.file) throw resumableErrors.complete();
+      if (view?.pending && view.locked && view.expiresAt > now) throw resumableErrors.busy();
+      throw resumableErrors.notFound();
+    }
+    if (view?.file || !view?.pending) {
+      await this.records.release(id, token);
+      throw view?.file ? resumableErrors.complete() : resumableErrors.notFound();
+    }
+    await this.removeLeased(id, token);
+  }
+
+  private removeLeased(id: string, token: string) {
+    return this.remove(id, { token });
+  }
+
+  /**
+   * Removes an upload: claims its records, discards its bytes and gives its
+   * slot back (once: only the claim that removed the pending record does).
+   * If the store fails, the records come back expired, for the sweeper.
+   * An upload that became a file only loses its row; the file stays.
+   */
+  async remove(id: string, where: { token: string } | { expiredAt: Date }): Promise<'removed' | 'forgotten' | 'failed' | undefined> {
+    const { store, quota, onCleanupError } = this.options;
+    const claimed = await this.records.claim(id, where);
+    if (!claimed) return undefined;
+    if (!claimed.pending) return 'forgotten';
+    try {
+      await store.discardResumable(claimed.row.storageKey, claimed.row.storeState as never);
+    } catch (err) {
+      onCleanupError(err);
+      await this.records.restore(claimed, this.clock()).catch(onCleanupError);
+      return 'failed';
+    }
+    const { accountId, quotaDay } = claimed.pending;
+    if (accountId && quotaDay) await quota.release(accountId, quotaDay.toISOString().slice(0, 10));
+    return 'removed';
+  }
+}
+
+/** The lease is gone already (removed with the upload, or saved with the commit): the caller must not release it. */
+class LeaseEnded extends Error {
+  constructor(
+    readonly reason: AppError,
+    readonly removed = false,
+  ) {
+    super(reason.message);
+  }
+}

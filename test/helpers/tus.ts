@@ -1,0 +1,74 @@
+// Raw tus requests for tests (tus-js-client is used where the point is a
+// client written by others: test/http/tus-client.test.ts).
+import { request } from 'node:http';
+import { call, type ApiResponse } from './client.js';
+
+export const TUS = { 'Tus-Resumable': '1.0.0' };
+export const OCTETS = { 'Content-Type': 'application/offset+octet-stream' };
+
+export const metadata = (fields: Record<string, string>) =>
+  Object.entries(fields)
+    .map(([k, v]) => `${k} ${Buffer.from(v, 'utf8').toString('base64')}`)
+    .join(',');
+
+/** POST /api/v1/uploads; `length` undefined means Upload-Defer-Length. */
+export function create(
+  baseUrl: string,
+  key: string,
+  { length, filename = 'data.bin', body, headers = {} }: { length?: number; filename?: string; body?: Buffer; headers?: Record<string, string> } = {},
+): Promise<ApiResponse> {
+  return call(`${baseUrl}/api/v1/uploads`, {
+    method: 'POST',
+    key,
+    headers: {
+      ...TUS,
+      ...(length === undefined ? { 'Upload-Defer-Length': '1' } : { 'Upload-Length': String(length) }),
+      'Upload-Metadata': metadata({ filename }),
+      ...(body ? OCTETS : {}),
+      ...headers,
+    },
+    body: body ? new Uint8Array(body) : undefined,
+  });
+}
+
+/** The upload's full URL on `baseUrl` from a creation response's Location. */
+export const uploadUrl = (baseUrl: string, res: ApiResponse) => baseUrl + res.headers.get('location');
+
+export function patch(url: string, key: string, offset: number, body: Buffer, headers: Record<string, string> = {}): Promise<ApiResponse> {
+  return call(url, { method: 'PATCH', key, headers: { ...TUS, ...OCTETS, 'Upload-Offset': String(offset), ...headers }, body: new Uint8Array(body) });
+}
+
+export const head = (url: string, key: string) => call(url, { method: 'HEAD', key, headers: TUS });
+export const terminate = (url: string, key: string) => call(url, { method: 'DELETE', key, headers: TUS });
+
+/**
+ * A PATCH whose body is sent in pieces by the test: `send` writes bytes,
+ * `cut` destroys the connection mid-body, `end` finishes it.
+ */
+export function streamingPatch(url: string, key: string, offset: number, contentLength?: number) {
+  const req = request(url, {
+    method: 'PATCH',
+    headers: {
+      Authorization: `Bearer ${key}`,
+      ...TUS,
+      ...OCTETS,
+      'Upload-Offset': String(offset),
+      ...(contentLength === undefined ? {} : { 'Content-Length': String(contentLength) }),
+    },
+  });
+  const response = new Promise<{ status?: number; headers?: Record<string, unknown>; body?: string }>((resolve) => {
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+      res.on('error', () => resolve({ status: res.statusCode }));
+    });
+    req.on('error', () => resolve({}));
+  });
+  return {
+    send: (data: Buffer) => new Promise<void>((resolve) => (req.write(data) ? resolve() : req.once('drain', resolve))),
+    cut: () => req.destroy(),
+    end: (data?: Buffer) => req.end(data),
+    response,
+  };
+}

@@ -1,0 +1,332 @@
+// tus 1.0.0 under /api/v1/uploads, driven with raw requests, on both
+// databases and both stores (local folder, S3 through s3rver): creation,
+// PATCH, HEAD, resuming after a cut, limits and quota, termination, expiry,
+// conflicts and isolation. The tus-js-client tests are in tus-client.test.ts.
+import { createHash, randomBytes } from 'node:crypto';
+import { expect } from 'chai';
+import { S3ObjectStore } from '../../src/storage/s3.js';
+import { call } from '../helpers/client.js';
+import { backends, type Backend } from '../helpers/databases.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js';
+import { create, head, patch, streamingPatch, terminate, TUS, uploadUrl } from '../helpers/tus.js';
+
+const MiB = 1024 * 1024;
+const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 5_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let value = await read();
+  while (!done(value) && Date.now() < deadline) {
+    await sleep(50);
+    value = await read();
+  }
+  return value;
+}
+
+type StoreKind = 'local' | 's3';
+
+/** A server on `backend` with `store`; `leftovers()` lists what the store holds of unfinished uploads. */
+export async function tusServer(backend: Backend, store: StoreKind, s3: () => TestS3, env: Record<string, string> = {}) {
+  const bucket = store === 's3' ? s3().bucket('tus') : '';
+  const t = await startTestServer(backend, { ...(store === 's3' ? { ...s3().env(bucket), S3_PART_SIZE: String(5 * MiB) } : {}), ...env });
+  const inspect = store === 's3' ? new S3ObjectStore(s3().storeOptions(bucket, { partsInFlight: 1 })) : undefined;
+  return {
+    t,
+    /** Temp files (local) or open multipart uploads (S3). */
+    leftovers: async () => (inspect ? (await allOpenUploads(inspect)).map((u) => u.key) : t.tempFiles()),
+    async close() {
+      await inspect?.close();
+      await t.close();
+    },
+  };
+}
+
+async function download(t: TestServer, link: string): Promise<Buffer> {
+  const res = await fetch(t.url(link));
+  expect(res.status).to.equal(200);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+describe('resumable uploads (tus)', () => {
+  let s3: TestS3;
+  before(async () => {
+    s3 = await startTestS3();
+  });
+  after(async () => {
+    await s3.close();
+  });
+
+  for (const backend of backends) {
+    for (const store of ['local', 's3'] as const) {
+      describe(`on ${backend} with the ${store} store`, function () {
+        this.timeout(60_000);
+        let server: Awaited<ReturnType<typeof tusServer>>;
+        let t: TestServer;
+        let key: string;
+        before(async () => {
+          server = await tusServer(backend, store, () => s3);
+          t = server.t;
+          await t.plan('tus-small', { api_access: true, requests_per_minute: 1000, requests_per_day: 10000, max_file_size: 8 * MiB, daily_uploads: 1000 });
+        });
+        after(() => server.close());
+        beforeEach(async () => {
+          ({ apiKey: key } = await t.account());
+        });
+
+        it('when OPTIONS is asked, then it advertises the version, the extensions and the plan\'s max_file_size', async () => {
+          const { apiKey } = await t.account('tus-small');
+          const res = await call(`${t.server.url}/api/v1/uploads`, { method: 'OPTIONS', key: apiKey });
+          expect(res.status).to.equal(204);
+          expect(res.headers.get('tus-version')).to.equal('1.0.0');
+          expect(res.headers.get('tus-extension')?.split(',')).to.include.members(['creation', 'creation-with-upload', 'creation-defer-length', 'termination', 'expiration', 'checksum']);
+          expect(res.headers.get('tus-max-size')).to.equal(String(8 * MiB));
+          expect(res.headers.get('tus-checksum-algorithm')).to.equal('sha256');
+        });
+
+        it('when an upload is created, patched in two pieces and checked with HEAD between, then it becomes a file like a plain upload', async () => {
+          const data = randomBytes(7 * MiB + 3);
+          const created = await create(t.server.url, key, { length: data.length, filename: 'dir/Résumé.pdf' });
+          expect(created.status).to.equal(201);
+          expect(created.headers.get('tus-resumable')).to.equal('1.0.0');
+          expect(created.headers.get('location')).to.match(/^\/api\/v1\/uploads\/[A-Za-z0-9_-]{22}$/);
+          expect(created.headers.get('upload-offset')).to.equal('0');
+          expect(Date.parse(created.headers.get('upload-expires')!)).to.be.greaterThan(Date.now());
+          const url = uploadUrl(t.server.url, created);
+          const first = await patch(url, key, 0, data.subarray(0, 3 * MiB + 1));
+          expect(first.status).to.equal(204);
+          expect(first.headers.get('upload-offset')).to.equal(String(3 * MiB + 1));
+          expect(first.headers.get('dropstream-public-link')).to.equal(null);
+          const status = await head(url, key);
+          expect(status.status).to.equal(200);
+          expect(status.headers.get('upload-offset')).to.equal(String(3 * MiB + 1));
+          expect(status.headers.get('upload-length')).to.equal(String(data.length));
+          expect(status.headers.get('cache-control')).to.equal('no-store');
+          const last = await patch(url, key, 3 * MiB + 1, data.subarray(3 * MiB + 1));
+          expect(last.status).to.equal(204);
+          expect(last.headers.get('upload-offset')).to.equal(String(data.length));
+          const link = last.headers.get('dropstream-public-link')!;
+          const fileId = Number(last.headers.get('dropstream-file-id'));
+          expect(link).to.match(/^http:\/\/files\.test\/download\/[A-Za-z0-9_-]{22}$/);
+          const file = await call(`${t.server.url}/api/v1/files/${fileId}`, { key });
+          expect(file.body.file).to.include({ filename: 'Résumé.pdf', size: data.length, public_link: link });
+          const got = await download(t, link);
+          expect(sha(got)).to.equal(sha(data));
+          const res = await fetch(t.url(link), { method: 'HEAD' });
+          expect(res.headers.get('etag')).to.equal(`"${sha(data)}"`);
+          // The upload URL answers with the file it became.
+          const again = await call(url, { key });
+          expect(again.body.file).to.deep.equal((await call(`${t.server.url}/api/v1/files/${fileId}`, { key })).body.file);
+          expect(again.body.upload).to.include({ offset: data.length, length: data.length, expires_at: null });
+          expect((await head(url, key)).headers.get('dropstream-public-link')).to.equal(link);
+          expect(await server.leftovers()).to.deep.equal([]);
+        });
+
+        it('when the body comes with the creation request (creation-with-upload), then it is stored at once', async () => {
+          const data = randomBytes(1000);
+          const created = await create(t.server.url, key, { length: data.length, body: data });
+          expect(created.status).to.equal(201);
+          expect(created.headers.get('upload-offset')).to.equal('1000');
+          expect(sha(await download(t, created.headers.get('dropstream-public-link')!))).to.equal(sha(data));
+        });
+
+        it('when a PATCH is cut mid-body, then HEAD reports exactly what was stored and the next PATCH continues there', async () => {
+          const data = randomBytes(9 * MiB);
+          const created = await create(t.server.url, key, { length: data.length });
+          const url = uploadUrl(t.server.url, created);
+          const cut = streamingPatch(url, key, 0, data.length);
+          await cut.send(data.subarray(0, 6 * MiB + 12_345));
+          await sleep(300);
+          cut.cut();
+          const offset = Number(
+            (await eventually(() => head(url, key), (r) => r.status === 200 && Number(r.headers.get('upload-offset')) > 0)).headers.get('upload-offset'),
+          );
+          expect(offset).to.be.within(1, 6 * MiB + 12_345);
+          // The lease may still be settling; the client retries on 409 as tus-js-client does.
+          const rest = await eventually(() => patch(url, key, offset, data.subarray(offset)), (r) => r.status !== 409);
+          expect(rest.status).to.equal(204);
+          expect(sha(await download(t, rest.headers.get('dropstream-public-link')!))).to.equal(sha(data));
+        });
+
+        it('when Upload-Length is over the plan\'s max_file_size, then 403 file_too_large and no daily slot is taken', async () => {
+          await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
+          const { apiKey } = await t.account('tus-one');
+          const res = await create(t.server.url, apiKey, { length: 8 * MiB + 1 });
+          expect(res.status).to.equal(403);
+          expect(res.body.error.code).to.equal('file_too_large');
+          expect(res.headers.get('tus-resumable')).to.equal('1.0.0');
+          expect((await create(t.server.url, apiKey, { length: 8 * MiB })).status).to.equal(201);
+        });
+
+        it('when a deferred-length upload passes max_file_size, then 403 file_too_large, the upload is gone and its slot is back', async () => {
+          await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
+          const { apiKey } = await t.account('tus-one');
+          const created = await create(t.server.url, apiKey, {});
+          expect(created.status).to.equal(201);
+          expect(created.headers.get('upload-defer-length')).to.equal('1');
+          const url = uploadUrl(t.server.url, created);
+          expect((await patch(url, apiKey, 0, randomBytes(6 * MiB))).status).to.equal(204);
+          const over = await patch(url, apiKey, 6 * MiB, randomBytes(2 * MiB + 1));
+          expect(over.status).to.equal(403);
+          expect(over.body.error.code).to.equal('file_too_large');
+          expect((await head(url, apiKey)).status).to.equal(404);
+          expect(await server.leftovers()).to.deep.equal([]);
+          expect((await create(t.server.url, apiKey, { length: 10 })).status).to.equal(201);
+        });
+
+        it('when a chunked body (no Content-Length) passes max_file_size, then 403 file_too_large while streaming', async () => {
+          const { apiKey } = await t.account('tus-small');
+          const created = await create(t.server.url, apiKey, {});
+          const url = uploadUrl(t.server.url, created);
+          const req = streamingPatch(url, apiKey, 0);
+          await req.send(randomBytes(8 * MiB + 1));
+          req.end();
+          const res = await req.response;
+          expect(res.status).to.equal(403);
+          expect(JSON.parse(res.body!).error.code).to.equal('file_too_large');
+        });
+
+        it('when 16 creations race for a daily quota of 5, then exactly 5 succeed', async () => {
+          await t.plan('tus-five', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: MiB, daily_uploads: 5 });
+          const { apiKey } = await t.account('tus-five');
+          const results = await Promise.all(Array.from({ length: 16 }, () => create(t.server.url, apiKey, { length: 100 })));
+          expect(results.filter((r) => r.status === 201)).to.have.length(5);
+          expect(results.filter((r) => r.status === 403 && r.body.error.code === 'daily_upload_limit')).to.have.length(11);
+        });
+
+        it('when an unfinished upload is terminated, then 204, its bytes are gone and its slot comes back', async () => {
+          await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
+          const { apiKey } = await t.account('tus-one');
+          const url = uploadUrl(t.server.url, await create(t.server.url, apiKey, { length: 8 * MiB }));
+          expect((await patch(url, apiKey, 0, randomBytes(6 * MiB))).status).to.equal(204);
+          expect(await server.leftovers()).to.have.length(1);
+          const res = await terminate(url, apiKey);
+          expect(res.status).to.equal(204);
+          expect((await head(url, apiKey)).status).to.equal(404);
+          expect((await terminate(url, apiKey)).status).to.equal(404);
+          expect(await server.leftovers()).to.deep.equal([]);
+          expect((await create(t.server.url, apiKey, { length: 1 })).status).to.equal(201);
+        });
+
+        it('when a finished upload is terminated, then 409 upload_complete and the file stays', async () => {
+          const data = randomBytes(10);
+          const created = await create(t.server.url, key, { length: 10, body: data });
+          const res = await terminate(uploadUrl(t.server.url, created), key);
+          expect(res.status).to.equal(409);
+          expect(res.body.error.code).to.equal('upload_complete');
+          expect(sha(await download(t, created.headers.get('dropstream-public-link')!))).to.equal(sha(data));
+        });
+
+        it('when a PATCH comes at the wrong offset, then 409 upload_offset_mismatch with the real offset, and nothing changes', async () => {
+          const url = uploadUrl(t.server.url, await create(t.server.url, key, { length: 100 }));
+          expect((await patch(url, key, 0, randomBytes(40))).status).to.equal(204);
+          const res = await patch(url, key, 30, randomBytes(10));
+          expect(res.status).to.equal(409);
+          expect(res.body.error.code).to.equal('upload_offset_mismatch');
+          expect(res.headers.get('upload-offset')).to.equal('40');
+          expect((await head(url, key)).headers.get('upload-offset')).to.equal('40');
+        });
+
+        it("when another account PATCHes, HEADs, GETs or DELETEs an upload, then 404 exactly as for a missing one", async () => {
+          const url = uploadUrl(t.server.url, await create(t.server.url, key, { length: 100 }));
+          const { apiKey: other } = await t.account();
+          const missing = `${t.server.url}/api/v1/uploads/${'A'.repeat(22)}`;
+          for (const target of [url, missing]) {
+            const res = await patch(target, other, 0, randomBytes(10));
+            expect(res.status).to.equal(404);
+            expect(res.body).to.deep.equal({ success: false, error: { code: 'upload_not_found', message: 'Upload not found' } });
+            expect((await head(target, other)).status).to.equal(404);
+            expect((await call(target, { key: other })).body).to.deep.equal(res.body);
+            expect((await terminate(target, other)).status).to.equal(404);
+          }
+          expect((await head(url, key)).headers.get('upload-offset')).to.equal('0');
+        });
+
+        it('when two PATCHes on one upload run at once, then the second gets 409 upload_busy and the bytes are the first one\'s', async () => {
+          const data = randomBytes(6 * MiB);
+          const url = uploadUrl(t.server.url, await create(t.server.url, key, { length: data.length }));
+          const slow = streamingPatch(url, key, 0, data.length);
+          await slow.send(data.subarray(0, MiB));
+          await sleep(200);
+          const second = await patch(url, key, 0, randomBytes(data.length));
+          expect(second.status).to.equal(409);
+          expect(second.body.error.code).to.equal('upload_busy');
+          slow.end(data.subarray(MiB));
+          const first = await slow.response;
+          expect(first.status).to.equal(204);
+          expect(sha(await download(t, first.headers!['dropstream-public-link'] as string))).to.equal(sha(data));
+        });
+
+        it('when Upload-Checksum matches, then the PATCH is kept; when it does not, then 460 and nothing of it is kept', async () => {
+          const data = randomBytes(3000);
+          const url = uploadUrl(t.server.url, await create(t.server.url, key, { length: data.length }));
+          const digest = (b: Buffer) => `sha256 ${createHash('sha256').update(b).digest('base64')}`;
+          const good = await patch(url, key, 0, data.subarray(0, 1000), { 'Upload-Checksum': digest(data.subarray(0, 1000)) });
+          expect(good.status).to.equal(204);
+          const bad = await patch(url, key, 1000, data.subarray(1000), { 'Upload-Checksum': digest(randomBytes(5)) });
+          expect(bad.status).to.equal(460);
+          expect(bad.body.error.code).to.equal('checksum_mismatch');
+          expect((await head(url, key)).headers.get('upload-offset')).to.equal('1000');
+          const unsupported = await patch(url, key, 1000, data.subarray(1000), { 'Upload-Checksum': 'md5 AAAA' });
+          expect(unsupported.status).to.equal(400);
+          const rest = await patch(url, key, 1000, data.subarray(1000), { 'Upload-Checksum': digest(data.subarray(1000)) });
+          expect(rest.status).to.equal(204);
+          expect(sha(await download(t, rest.headers.get('dropstream-public-link')!))).to.equal(sha(data));
+        });
+
+        it('when the tus headers are missing or wrong, then clear 4xx errors in our JSON shape', async () => {
+          const url = uploadUrl(t.server.url, await create(t.server.url, key, { length: 100 }));
+          const noVersion = await call(url, { method: 'PATCH', key, headers: { 'Content-Type': 'application/offset+octet-stream', 'Upload-Offset': '0' }, body: 'x' });
+          expect(noVersion.status).to.equal(412);
+          expect(noVersion.headers.get('tus-version')).to.equal('1.0.0');
+          expect(noVersion.body.error.code).to.equal('tus_version_unsupported');
+          const wrongType = await call(url, { method: 'PATCH', key, headers: { ...TUS, 'Content-Type': 'text/plain', 'Upload-Offset': '0' }, body: 'x' });
+          expect(wrongType.status).to.equal(415);
+          const noOffset = await call(url, { method: 'PATCH', key, headers: { ...TUS, 'Content-Type': 'application/offset+octet-stream' }, body: 'x' });
+          expect(noOffset.body.error.code).to.equal('invalid_upload_offset');
+          const both = await create(t.server.url, key, { length: 5, headers: { 'Upload-Defer-Length': '1' } });
+          expect(both.body.error.code).to.equal('invalid_upload_length');
+          const badMeta = await create(t.server.url, key, { length: 5, headers: { 'Upload-Metadata': 'filename !!!' } });
+          expect(badMeta.body.error.code).to.equal('invalid_upload_metadata');
+          const noName = await create(t.server.url, key, { length: 5, headers: { 'Upload-Metadata': '' } });
+          expect(noName.body.error.code).to.equal('invalid_filename');
+          const past = await patch(url, key, 0, randomBytes(101));
+          expect(past.status).to.equal(400);
+          expect(past.body.error.code).to.equal('upload_length_exceeded');
+          const noKey = await call(url, { method: 'HEAD', headers: TUS });
+          expect(noKey.status).to.equal(401);
+          expect(noKey.headers.get('tus-resumable')).to.equal('1.0.0');
+        });
+      });
+    }
+
+    describe(`expiry on ${backend}`, function () {
+      this.timeout(30_000);
+      for (const store of ['local', 's3'] as const) {
+        it(`when an unfinished upload expires (${store}), then the sweep removes its bytes and records and gives its slot back`, async () => {
+          const server = await tusServer(backend, store, () => s3, { RESUMABLE_EXPIRY: '1', GC_INTERVAL: '0' });
+          try {
+            const { t } = server;
+            await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
+            const { apiKey } = await t.account('tus-one');
+            const url = uploadUrl(t.server.url, await create(t.server.url, apiKey, { length: 8 * MiB }));
+            expect((await patch(url, apiKey, 0, randomBytes(6 * MiB))).status).to.equal(204);
+            expect((await create(t.server.url, apiKey, { length: 1 })).body.error.code).to.equal('daily_upload_limit');
+            await sleep(1200);
+            expect((await head(url, apiKey)).status).to.equal(404);
+            expect(await t.admin('POST', '/admin/gc', {})).to.deep.include({ uploads: 1, failed: 0 });
+            expect(await server.leftovers()).to.deep.equal([]);
+            expect(await t.server.db.prisma.pendingObject.count()).to.equal(0);
+            expect(await t.server.db.prisma.resumableUpload.count()).to.equal(0);
+            expect((await create(t.server.url, apiKey, { length: 1 })).status).to.equal(201);
+            // A second sweep finds nothing to give back twice.
+            expect(await t.admin('POST', '/admin/gc', {})).to.deep.include({ uploads: 0 });
+          } finally {
+            await server.close();
+          }
+        });
+      }
+    });
+  }
+});
