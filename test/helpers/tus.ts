@@ -1,7 +1,13 @@
 // Raw tus requests for tests (tus-js-client is used where the point is a
 // client written by others: test/http/tus-client.test.ts).
 import { request } from 'node:http';
+import { S3ObjectStore } from '../../src/storage/s3.js';
 import { call, type ApiResponse } from './client.js';
+import type { Backend } from './databases.js';
+import { startTestServer } from './server.js';
+import { allOpenUploads, type TestS3 } from './test-s3.js';
+
+const MiB = 1024 * 1024;
 
 export const TUS = { 'Tus-Resumable': '1.0.0' };
 export const OCTETS = { 'Content-Type': 'application/offset+octet-stream' };
@@ -72,3 +78,22 @@ export function streamingPatch(url: string, key: string, offset: number, content
     response,
   };
 }
+
+type StoreKind = 'local' | 's3';
+
+/** A server on `backend` with `store`; `leftovers()` lists what the store holds of unfinished uploads. */
+export async function tusServer(backend: Backend, store: StoreKind, s3: () => TestS3, env: Record<string, string> = {}) {
+  const bucket = store === 's3' ? s3().bucket('tus') : '';
+  const t = await startTestServer(backend, { ...(store === 's3' ? { ...s3().env(bucket), S3_PART_SIZE: String(5 * MiB) } : {}), ...env });
+  const inspect = store === 's3' ? new S3ObjectStore(s3().storeOptions(bucket, { partsInFlight: 1 })) : undefined;
+  return {
+    t,
+    /** Temp files (local) or open multipart uploads (S3). */
+    leftovers: async () => (inspect ? (await allOpenUploads(inspect)).map((u) => u.key) : t.tempFiles()),
+    async close() {
+      await inspect?.close();
+      await t.close();
+    },
+  };
+}
+

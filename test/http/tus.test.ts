@@ -4,12 +4,11 @@
 // conflicts and isolation. The tus-js-client tests are in tus-client.test.ts.
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { S3ObjectStore } from '../../src/storage/s3.js';
 import { call } from '../helpers/client.js';
-import { backends, type Backend } from '../helpers/databases.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js';
-import { create, head, patch, streamingPatch, terminate, TUS, uploadUrl } from '../helpers/tus.js';
+import { backends } from '../helpers/databases.js';
+import type { TestServer } from '../helpers/server.js';
+import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
+import { create, head, patch, streamingPatch, terminate, TUS, tusServer, uploadUrl } from '../helpers/tus.js';
 
 const MiB = 1024 * 1024;
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -23,24 +22,6 @@ async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean
     value = await read();
   }
   return value;
-}
-
-type StoreKind = 'local' | 's3';
-
-/** A server on `backend` with `store`; `leftovers()` lists what the store holds of unfinished uploads. */
-export async function tusServer(backend: Backend, store: StoreKind, s3: () => TestS3, env: Record<string, string> = {}) {
-  const bucket = store === 's3' ? s3().bucket('tus') : '';
-  const t = await startTestServer(backend, { ...(store === 's3' ? { ...s3().env(bucket), S3_PART_SIZE: String(5 * MiB) } : {}), ...env });
-  const inspect = store === 's3' ? new S3ObjectStore(s3().storeOptions(bucket, { partsInFlight: 1 })) : undefined;
-  return {
-    t,
-    /** Temp files (local) or open multipart uploads (S3). */
-    leftovers: async () => (inspect ? (await allOpenUploads(inspect)).map((u) => u.key) : t.tempFiles()),
-    async close() {
-      await inspect?.close();
-      await t.close();
-    },
-  };
 }
 
 async function download(t: TestServer, link: string): Promise<Buffer> {

@@ -1,0 +1,58 @@
+// A TCP proxy that cuts every open connection when the bytes it has relayed
+// from clients pass given counts: a network that fails mid-upload.
+import { once } from 'node:events';
+import { createServer, connect, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+export interface CuttingProxy {
+  url: string;
+  /** Bytes relayed from clients to the server so far. */
+  relayed(): number;
+  /** Cuts made so far. */
+  cuts(): number;
+  close(): Promise<void>;
+}
+
+export async function startCuttingProxy(target: string, cutAt: number[]): Promise<CuttingProxy> {
+  const { hostname, port } = new URL(target);
+  const pending = [...cutAt].sort((a, b) => a - b);
+  const sockets = new Set<Socket>();
+  let relayed = 0;
+  let cuts = 0;
+  const server = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => {
+        sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.on('data', (chunk: Buffer) => {
+      relayed += chunk.length;
+      if (pending.length && relayed >= pending[0]!) {
+        pending.shift();
+        cuts += 1;
+        for (const socket of sockets) socket.destroy();
+        return;
+      }
+      if (!upstream.write(chunk)) client.pause();
+    });
+    upstream.on('drain', () => client.resume());
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    relayed: () => relayed,
+    cuts: () => cuts,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
