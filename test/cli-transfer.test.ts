@@ -15,6 +15,7 @@ import { filenameFromDisposition, multipartFraming } from '../src/cli/transfer.j
 import { formatBytes, formatProgress } from '../src/cli/progress.js';
 import { configVariables } from '../src/config.js';
 import { PUBLIC_URL, startTestServer, type TestServer } from './helpers/server.js';
+import { startCuttingProxy } from './helpers/cutting-proxy.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const bin = join(root, 'bin', 'dropstream.js');
@@ -124,6 +125,33 @@ describe('dropstream upload and download', () => {
     expect(down.code, down.stderr).to.equal(0);
     expect(down.stdout).to.equal(`${join(dir, 'copy.bin')}\n`);
     expect(down.stderr).to.match(/3\.1 MB \/ 3\.1 MB {2}100%/);
+  });
+
+  it('when a resumable upload loses its connection twice, then the CLI resumes by itself, shows the resumed offset and prints the link', async () => {
+    const dir = await folder();
+    const big = join(dir, 'big.bin');
+    const data = randomBytes(24 * 1024 * 1024);
+    await writeFile(big, data);
+    const proxy = await startCuttingProxy(t.server.url, [7 * 1024 * 1024, 15 * 1024 * 1024]);
+    try {
+      const up = await runCli(['upload', big, '--server', proxy.url, '--key', key, '--resumable', '--progress']);
+      expect(up.code, up.stderr).to.equal(0);
+      expect(proxy.cuts()).to.equal(2);
+      expect(up.stdout).to.match(/^http:\/\/files\.test\/download\/\S+\n$/);
+      expect(up.stderr).to.match(/\(resumed at \d+\.\d MB\)/).and.match(/100%/);
+      expect(up.stderr).not.to.include(key);
+      const res = await fetch(t.url(up.stdout.trim()));
+      expect(sha256(Buffer.from(await res.arrayBuffer()))).to.equal(sha256(data));
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("when a resumable upload is refused (over the plan's limit), then one error line names the code", async () => {
+    await t.plan('tiny-tus', { api_access: true, requests_per_minute: 100, requests_per_day: 100, max_file_size: 10, daily_uploads: 10 });
+    const { apiKey } = await t.account('tiny-tus');
+    const line = failure(await upload(source, '--key', apiKey, '--resumable'));
+    expect(line).to.match(/^dropstream: 403 file_too_large: /);
   });
 
   it('when no --progress is passed and stderr is not a terminal, then nothing is drawn', async () => {

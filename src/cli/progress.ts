@@ -10,6 +10,8 @@ export interface ProgressSnapshot {
   total?: number;
   /** Time since the transfer started. */
   elapsedMs: number;
+  /** The offset a resumable upload last continued from after a cut connection. */
+  resumedAt?: number;
 }
 
 const UNITS = ['B', 'kB', 'MB', 'GB', 'TB'];
@@ -39,15 +41,16 @@ export function formatDuration(seconds: number): string {
  * The progress line, e.g. `1.6 MB / 3.1 MB  50%  12.4 MB/s  ETA 0:01`.
  * Without a total: bytes and rate only. The rate is the average since the start.
  */
-export function formatProgress({ done, total, elapsedMs }: ProgressSnapshot): string {
+export function formatProgress({ done, total, elapsedMs, resumedAt }: ProgressSnapshot): string {
   const rate = elapsedMs > 0 ? done / (elapsedMs / 1000) : undefined;
   const rateText = rate === undefined ? '-- MB/s' : `${(rate / 1e6).toFixed(1)} MB/s`;
-  if (total === undefined) return `${formatBytes(done)}  ${rateText}`;
+  const resumed = resumedAt === undefined ? '' : `  (resumed at ${formatBytes(resumedAt)})`;
+  if (total === undefined) return `${formatBytes(done)}  ${rateText}${resumed}`;
   // Floored, so 100% means finished.
   const percent = total === 0 ? 100 : Math.min(100, Math.floor((done * 100) / total));
   const remaining = Math.max(0, total - done);
   const eta = remaining === 0 ? formatDuration(0) : rate ? formatDuration(remaining / rate) : '--:--';
-  return `${formatBytes(done)} / ${formatBytes(total)}  ${percent}%  ${rateText}  ETA ${eta}`;
+  return `${formatBytes(done)} / ${formatBytes(total)}  ${percent}%  ${rateText}  ETA ${eta}${resumed}`;
 }
 
 export interface ProgressOptions {
@@ -66,6 +69,10 @@ export interface Progress {
   counter: Transform;
   /** Bytes counted so far. */
   bytes(): number;
+  /** Sets the count (for clients that report progress themselves, like tus-js-client). */
+  update(done: number): void;
+  /** Shows that the transfer continued from `offset` after a cut connection. */
+  resumed(offset: number): void;
   /** Draws the final state and ends the line (if enabled); stops the timer. Idempotent. */
   finish(): void;
 }
@@ -73,11 +80,12 @@ export interface Progress {
 export function createProgress({ enabled, total, out = process.stderr, intervalMs = 100, now = Date.now }: ProgressOptions): Progress {
   const started = now();
   let done = 0;
+  let resumedAt: number | undefined;
   let lastWidth = 0;
   let finished = false;
 
   const draw = () => {
-    const line = formatProgress({ done, total, elapsedMs: now() - started });
+    const line = formatProgress({ done, total, elapsedMs: now() - started, resumedAt });
     // \r and padding rather than terminal escapes: the output may be a file or a pipe (--progress).
     out.write(`\r${line}${' '.repeat(Math.max(0, lastWidth - line.length))}`);
     lastWidth = line.length;
@@ -96,6 +104,12 @@ export function createProgress({ enabled, total, out = process.stderr, intervalM
   return {
     counter,
     bytes: () => done,
+    update(value) {
+      done = value;
+    },
+    resumed(offset) {
+      resumedAt = offset;
+    },
     finish() {
       if (finished) return;
       finished = true;

@@ -13,8 +13,9 @@ import { parseArgs } from 'node:util';
 import { decodeExtended, parse as parseDisposition } from 'content-disposition';
 import { CliError } from './admin-client.js';
 import { createProgress } from './progress.js';
+import { RESUMABLE_THRESHOLD, resumableUpload } from './resumable-upload.js';
 
-export const TRANSFER_USAGE = `  dropstream upload <path> [--server URL] [--key KEY] [--progress]
+export const TRANSFER_USAGE = `  dropstream upload <path> [--server URL] [--key KEY] [--progress] [--resumable | --plain]
   dropstream download <link> [-o PATH] [--force] [--progress]`;
 
 /**
@@ -145,14 +146,31 @@ async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { server: { type: 'string' }, key: { type: 'string' }, progress: { type: 'boolean' } },
+    options: { server: { type: 'string' }, key: { type: 'string' }, progress: { type: 'boolean' }, resumable: { type: 'boolean' }, plain: { type: 'boolean' } },
   });
   const [path, ...extra] = positionals;
-  if (!path || extra.length > 0) throw new CliError('usage: dropstream upload <path> [--server URL] [--key KEY] [--progress]');
+  if (!path || extra.length > 0 || (values.resumable && values.plain)) {
+    throw new CliError('usage: dropstream upload <path> [--server URL] [--key KEY] [--progress] [--resumable | --plain]');
+  }
   const server = httpUrl(values.server || serverFrom(env), '--server');
   const key = values.key || env.DROPSTREAM_API_KEY;
   if (!key) throw new CliError('no API key: pass --key or set DROPSTREAM_API_KEY');
   const size = await regularFileSize(path);
+  // Large files go resumable (tus): a cut connection costs a retry, not the upload.
+  if (values.resumable || (!values.plain && size >= RESUMABLE_THRESHOLD)) {
+    const base = apiUrl(server, '');
+    const link = await resumableUpload({
+      server: base.href.replace(/\/+$/, ''),
+      key,
+      path,
+      size,
+      showProgress: values.progress === true || process.stderr.isTTY === true,
+      responseError,
+      networkError: (err) => networkError(err, base),
+    });
+    process.stdout.write(`${link}\n`);
+    return;
+  }
   const { contentType, head, tail } = multipartFraming(basename(path));
   const url = apiUrl(server, '/api/v1/files/upload');
 
