@@ -6,6 +6,8 @@
 // changes what it answers, change it here too (test/http/openapi.test.ts
 // validates real responses against this document).
 
+import { TUS_ERROR_CODES, tusPaths, withTus } from './openapi-tus.js';
+
 /** A JSON Schema (2020-12, the OpenAPI 3.1 dialect), kept loose on purpose. */
 export type Schema = { [keyword: string]: unknown };
 export type Ref = { $ref: string };
@@ -30,6 +32,8 @@ export interface PathItem {
   post?: Operation;
   delete?: Operation;
   head?: Operation;
+  options?: Operation;
+  patch?: Operation;
 }
 export interface OpenApiDocument {
   openapi: '3.1.0';
@@ -46,45 +50,45 @@ export interface OpenApiDocument {
   };
 }
 
-const ref = (kind: keyof OpenApiDocument['components'], name: string): Ref => ({ $ref: `#/components/${kind}/${name}` });
-const json = (schema: Schema) => ({ 'application/json': { schema } });
-const object = (properties: Record<string, Schema>, description?: string): Schema => ({
+export const ref = (kind: keyof OpenApiDocument['components'], name: string): Ref => ({ $ref: `#/components/${kind}/${name}` });
+export const json = (schema: Schema) => ({ 'application/json': { schema } });
+export const object = (properties: Record<string, Schema>, description?: string): Schema => ({
   type: 'object',
   ...(description ? { description } : {}),
   required: Object.keys(properties),
   additionalProperties: false,
   properties,
 });
-const count = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description });
-const bytes = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description: `${description}, in bytes` });
-const ok: Schema = { type: 'boolean', const: true };
-const codes = (...names: string[]) => names.map((c) => `\`${c}\``).join(', ');
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+export const count = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description });
+export const bytes = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description: `${description}, in bytes` });
+export const ok: Schema = { type: 'boolean', const: true };
+export const codes = (...names: string[]) => names.map((c) => `\`${c}\``).join(', ');
+export const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
-const API_KEY = [{ bearerAuth: [] }];
+export const API_KEY = [{ bearerAuth: [] }];
 const PUBLIC: Operation['security'] = [];
 
-const rateHeaders = Object.fromEntries(
+export const rateHeaders = Object.fromEntries(
   ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'].map((h) => [h, ref('headers', h)]),
 );
 
 /** An error response: the Error body, the codes it can carry, and the rate-limit state when the request got that far. */
-function error(description: string, extra: Record<string, Ref> = {}, limited = true): Response {
+export function error(description: string, extra: Record<string, Ref> = {}, limited = true): Response {
   return { description, headers: { ...(limited ? rateHeaders : {}), ...extra }, content: json(ref('schemas', 'Error')) };
 }
 
 /** The errors every /api/v1 operation can give, on top of its own. */
-const apiErrors = {
+export const apiErrors = {
   '401': ref('responses', 'Unauthorized'),
   '403': ref('responses', 'Forbidden'),
   '429': ref('responses', 'TooManyRequests'),
   '500': ref('responses', 'InternalError'),
 };
 
-const success = (description: string, schema: Schema): Response => ({ description, headers: rateHeaders, content: json(schema) });
+export const success = (description: string, schema: Schema): Response => ({ description, headers: rateHeaders, content: json(schema) });
 
 /** The six fields of a file record; the upload response reuses four of them. */
-const fileFields = (publicUrl: string) => ({
+export const fileFields = (publicUrl: string) => ({
   file_id: { type: 'integer', minimum: 1, description: 'Identifier of the file; used in paths.' },
   filename: { type: 'string', minLength: 1, maxLength: 255, description: 'Name of the uploaded file (last path segment, NFC, at most 255 bytes of UTF-8).' },
   size: bytes('Size of the file'),
@@ -119,7 +123,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
               'invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'upload_aborted', 'invalid_filename',
               'invalid_parameter', 'invalid_file_id', 'missing_api_key', 'invalid_api_key', 'plan_without_api_access', 'file_too_large',
               'daily_upload_limit', 'rate_limited', 'too_many_failures', 'file_not_found', 'not_found', 'method_not_allowed',
-              'range_not_satisfiable', 'internal_error', 'store_unavailable', 'server_busy',
+              'range_not_satisfiable', 'internal_error', 'store_unavailable', 'server_busy', ...TUS_ERROR_CODES,
             )}. Clients should treat an unknown code by its HTTP status.`,
           },
           message: { type: 'string', description: 'For people; may change at any time.' },
@@ -308,12 +312,13 @@ export function openApiDocument(publicUrl: string): OpenApiDocument {
     servers: [{ url: '/api/v1', description: 'The versioned API' }],
     tags: [
       { name: 'files', description: 'Upload, list, inspect and delete files.' },
+      { name: 'uploads', description: 'Resumable uploads (tus 1.0.0): create, write from an offset, ask the offset, terminate.' },
       { name: 'account', description: 'Statistics and plan limits.' },
       { name: 'downloads', description: 'Public download links, without a key.' },
       { name: 'operations', description: 'Liveness and readiness.' },
       { name: 'docs', description: 'This description and its viewer.' },
     ],
-    paths: { ...apiPaths(publicUrl), ...publicPaths() },
-    components: components(publicUrl),
+    paths: { ...apiPaths(publicUrl), ...tusPaths(publicUrl), ...publicPaths() },
+    components: withTus(components(publicUrl)),
   };
 }

@@ -17,11 +17,12 @@ import { FailureLimits } from '../../src/limits/failure-limits.js';
 import { backends } from '../helpers/databases.js';
 import { call, uploadFile, type ApiResponse } from '../helpers/client.js';
 import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
+import { create, head, patch, terminate, uploadUrl } from '../helpers/tus.js';
 import { sharedServer } from '../helpers/shared.js';
 
 const doc = openApiDocument(PUBLIC_URL);
 const DOC_ID = 'https://dropstream.test/openapi.json';
-const METHODS = ['get', 'post', 'delete', 'head'] as const;
+const METHODS = ['get', 'post', 'delete', 'head', 'options', 'patch'] as const;
 /** Operations outside the key-protected API. */
 const PUBLIC_PATHS = ['/download/{token}', '/healthz', '/readyz', '/docs', '/openapi.json'];
 
@@ -109,7 +110,10 @@ describe('OpenAPI document', () => {
     expect(doc.components.securitySchemes.bearerAuth).to.include({ type: 'http', scheme: 'bearer' });
     const api = operations().filter(({ path }) => !PUBLIC_PATHS.includes(path));
     expect(api.map(({ path, method }) => `${method} ${path}`).sort()).to.deep.equal(
-      ['delete /files/{file_id}', 'get /files', 'get /files/{file_id}', 'get /stats', 'post /files/upload'],
+      [
+        'delete /files/{file_id}', 'delete /uploads/{upload_id}', 'get /files', 'get /files/{file_id}', 'get /stats', 'get /uploads/{upload_id}',
+        'head /uploads/{upload_id}', 'options /uploads', 'patch /uploads/{upload_id}', 'post /files/upload', 'post /uploads',
+      ],
     );
     for (const { path, method, op } of api) {
       expect(op.security, `${method} ${path}`).to.deep.equal([{ bearerAuth: [] }]);
@@ -226,6 +230,37 @@ for (const backend of backends) {
       expect((await call(tryItOut('/stats'), { key })).status).to.equal(200);
       expect(tryItOut('/healthz')).to.equal(t.url('/healthz'));
       expect((await call(tryItOut('/healthz'))).status).to.equal(200);
+    });
+
+    it('when a resumable upload is created, written, asked about, read and terminated, then every answer matches the document', async () => {
+      // An account of its own: the tests below count the files of `key`.
+      const { apiKey: key } = await t.account();
+      const options = await call(`${t.server.url}/api/v1/uploads`, { method: 'OPTIONS', key });
+      expectDocumented(options, '/uploads', 'options');
+      const created = await create(t.server.url, key, { length: 10 });
+      expectDocumented(created, '/uploads', 'post');
+      const url = uploadUrl(t.server.url, created);
+      const path = '/uploads/{upload_id}';
+      expectDocumented(await patch(url, key, 0, Buffer.from('12345')), path, 'patch');
+      const status = await head(url, key);
+      expect(status.status).to.equal(200);
+      expectDocumented(status, path, 'head');
+      const conflict = await patch(url, key, 0, Buffer.from('12345'));
+      expect(conflict.status).to.equal(409);
+      expectDocumented(conflict, path, 'patch');
+      const wrongVersion = await call(url, { method: 'PATCH', key, headers: { 'Tus-Resumable': '0.2.2' } });
+      expect(wrongVersion.status).to.equal(412);
+      expectDocumented(wrongVersion, path, 'patch');
+      expectDocumented(await call(url, { key }), path, 'get');
+      expectDocumented(await terminate(url, key), path, 'delete');
+      const gone = await patch(url, key, 5, Buffer.from('67890'));
+      expect(gone.status).to.equal(404);
+      expectDocumented(gone, path, 'patch');
+      const finished = await create(t.server.url, key, { length: 3, body: Buffer.from('abc') });
+      expectDocumented(finished, '/uploads', 'post');
+      const file = await call(uploadUrl(t.server.url, finished), { key });
+      expect(file.body.file.size).to.equal(3);
+      expectDocumented(file, path, 'get');
     });
 
     it('when a file is uploaded, then the 201 matches the document', async () => {
