@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only uploads,concurrency,downloads,metadata,knobs]
+// `npm run bench [-- --quick] [--only uploads,resumable,concurrency,downloads,metadata,knobs]
 //                [--reps N] [--sizes 64,1024] [--parties dropstream,direct]
 //                [--profile] [--out DIR]`
 //
@@ -27,10 +27,11 @@ import { concurrency } from './scenarios/concurrency.js';
 import { downloads } from './scenarios/downloads.js';
 import { knobs } from './scenarios/knobs.js';
 import { metadata } from './scenarios/metadata.js';
+import { resumable } from './scenarios/resumable.js';
 import { uploads } from './scenarios/uploads.js';
 
 const exec = promisify(execFile);
-const SCENARIOS = { uploads, concurrency, downloads, metadata, knobs } as const;
+const SCENARIOS = { uploads, resumable, concurrency, downloads, metadata, knobs } as const;
 type ScenarioName = keyof typeof SCENARIOS;
 
 const { values } = parseArgs({

@@ -60,7 +60,7 @@ export interface Side {
 }
 
 export interface Comparison {
-  scenario: 'uploads' | 'concurrency' | 'downloads' | 'metadata' | 'roundtrips' | 'knobs';
+  scenario: 'uploads' | 'resumable' | 'concurrency' | 'downloads' | 'metadata' | 'roundtrips' | 'knobs';
   /** e.g. "s3, 1024 MiB" */
   case: string;
   reps: number;

@@ -143,6 +143,7 @@ function table(comparisons: Comparison[]): string[] {
 
 const SECTIONS: [Comparison['scenario'], string, string][] = [
   ['uploads', 'Uploads, one at a time', 'Our server (`node bin/dropstream.js serve`, PostgreSQL, Redis) against the limit (direct lib-storage into the same s3rver with the same 8 MiB parts, 2 in flight / a bare Node process piping to a file) and the peers. Peak RSS is the party\'s own process (server, or the direct uploader). CPU % is of one core; machine CPU % is of both cores (100 = saturated).'],
+  ['resumable', 'Resumable uploads (tus) against the plain upload', 'The same bytes into the same server: `POST /api/v1/uploads` and PATCHes of 64 MiB (tus) against one multipart `POST /api/v1/files/upload`. Peak RSS is the server\'s. Target: at least 0.9x the plain upload\'s MB/s.'],
   ['concurrency', 'Concurrent 64 MiB uploads (S3)', 'Total MB/s over all uploads; peak RSS of the server (ours) or of the one uploading process (direct).'],
   ['downloads', 'Downloads (S3)', 'Our public link against a GetObject of the same key straight from s3rver; both read by a client process that discards the bytes.'],
   ['knobs', 'Memory knobs (our server alone, one run each)', 'Peak RSS and throughput of one 1 GiB upload and of 32 simultaneous 64 MiB uploads under other settings. Part buffers per upload are S3_PARTS_IN_FLIGHT x S3_PART_SIZE; `--max-semi-space-size=1` (V8 flag, via NODE_OPTIONS) makes V8 collect the 64 KiB socket reads sooner.'],

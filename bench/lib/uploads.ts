@@ -46,19 +46,19 @@ interface ClientResult {
 
 let runs = 0;
 
-function client(spec: { mode: 'multipart' | 'tus'; url: string; headers?: Record<string, string>; size: number; count: number }) {
+export function client(spec: { mode: 'multipart' | 'tus'; url: string; headers?: Record<string, string>; size: number; count: number; chunk?: number }) {
   return run<ClientResult>({ name: 'upload-client', args: [procScript('upload-client'), JSON.stringify(spec)] });
 }
 
-function check(condition: boolean, what: string): void {
+export function check(condition: boolean, what: string): void {
   if (!condition) throw new Error(`upload check failed: ${what}`);
 }
 
-function accepted(result: ClientResult, label: string): void {
+export function accepted(result: ClientResult, label: string): void {
   for (const u of result.uploads) check(u.status === 201 || u.status === 204, `${label} answered ${u.status}: ${u.body.slice(0, 300)}`);
 }
 
-function sample(bytes: number, wall: number, peak: number, partyCpu: number, w: Watch, clientCpuS: number): UploadSample {
+export function sample(bytes: number, wall: number, peak: number, partyCpu: number, w: Watch, clientCpuS: number): UploadSample {
   const s3rver = w.cpuPct.s3rver ?? 0;
   const clientCpu = round((clientCpuS / wall) * 100, 0);
   return {

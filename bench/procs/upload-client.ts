@@ -4,7 +4,9 @@
 //   multipart: one POST multipart/form-data with a single part "file"
 //              (dropstream, Express + multer-s3);
 //   tus:       POST to create (Upload-Length), then one PATCH with the bytes
-//              (tus-node-server); timed over both requests.
+//              (tus-node-server), or PATCHes of `chunk` bytes each (a
+//              multiple of 1 MiB; dropstream's /api/v1/uploads); timed over
+//              all the requests.
 //   node upload-client.js '{"mode","url","headers","size","count"}'
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { pipeline } from 'node:stream/promises';
@@ -16,6 +18,8 @@ interface Spec {
   headers?: Record<string, string>;
   size: number;
   count: number;
+  /** tus only: bytes per PATCH (default: all in one). */
+  chunk?: number;
 }
 
 interface Answer {
@@ -64,13 +68,21 @@ async function tus(): Promise<Answer & { location?: string }> {
   });
   if (created.status !== 201) return created;
   const location = new URL(String(created.headers.location), spec.url).href;
-  const patched = await send('PATCH', location, {
-    ...spec.headers,
-    'Tus-Resumable': '1.0.0',
-    'Upload-Offset': 0,
-    'Content-Type': 'application/offset+octet-stream',
-    'Content-Length': spec.size,
-  }, spec.size);
+  const chunk = spec.chunk ?? spec.size;
+  let patched: Answer = created;
+  // Every chunk starts on a block boundary, so its bytes are chunks(length) again.
+  for (let offset = 0; offset < spec.size || offset === 0; offset += chunk) {
+    const length = Math.min(chunk, spec.size - offset);
+    patched = await send('PATCH', location, {
+      ...spec.headers,
+      'Tus-Resumable': '1.0.0',
+      'Upload-Offset': offset,
+      'Content-Type': 'application/offset+octet-stream',
+      'Content-Length': length,
+    }, length);
+    if (patched.status !== 204) break;
+    if (spec.size === 0) break;
+  }
   return { ...patched, location };
 }
 
