@@ -56,17 +56,21 @@ export async function resumableUpload(options: ResumableUploadOptions): Promise<
       });
       upload.start();
     });
-    // The upload URL answers with the file it became, whichever request finished it.
-    const res = await fetch(uploadUrl, { headers });
-    const body = await res.text();
-    let link: unknown;
-    try {
-      link = JSON.parse(body)?.file?.public_link;
-    } catch {
-      link = undefined;
+    // The upload URL answers with the file it became, whichever request
+    // finished it; while another request is still finishing it, file is null.
+    for (let attempt = 1; ; attempt++) {
+      const res = await fetch(uploadUrl, { headers });
+      const body = await res.text();
+      let link: unknown;
+      try {
+        link = JSON.parse(body)?.file?.public_link;
+      } catch {
+        link = undefined;
+      }
+      if (res.status === 200 && typeof link === 'string') return link;
+      if (res.status !== 200 || attempt === 10) throw options.responseError(res.status, body);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
     }
-    if (res.status !== 200 || typeof link !== 'string') throw options.responseError(res.status, body);
-    return link;
   } catch (err) {
     if (err instanceof CliError) throw err;
     if (err instanceof DetailedError && err.originalResponse) {

@@ -137,7 +137,14 @@ export class ResumableUploads {
     if (view.offset === view.length && !view.locked) {
       const token = randomUUID();
       const row = await this.records.lease(id, caller.accountId, token, now, this.later(this.leaseMs), view.offset);
-      if (row) return statusOf(row, await this.finishLeased(row, token));
+      if (row) {
+        try {
+          return statusOf(row, await this.finishLeased(row, token));
+        } catch (err) {
+          await this.records.release(id, token).catch(this.options.onCleanupError);
+          throw err;
+        }
+      }
     }
     return statusOf(view);
   }
