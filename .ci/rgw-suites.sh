@@ -80,6 +80,9 @@ run_suites s3-suites \
   test/faults/abort-failure.test.ts \
   test/faults/stray-uploads.test.ts \
   test/http/download-count.test.ts \
+  test/http/tus.test.ts \
+  test/http/tus-client.test.ts \
+  test/http/tus-sweep.test.ts \
   --grep 'local store|operations: metrics|operations: graceful shutdown' --invert
 
 run_suites real-store-only 'test/real-s3/*.test.ts'

@@ -285,7 +285,7 @@ describe('resumable uploads (tus)', () => {
     describe(`expiry on ${backend}`, function () {
       this.timeout(30_000);
       for (const store of ['local', 's3'] as const) {
-        it(`when an unfinished upload expires (${store}), then the sweep removes its bytes and records and gives its slot back`, async () => {
+        it(`when an unfinished upload expires (${store} store), then the sweep removes its bytes and records and gives its slot back`, async () => {
           const server = await tusServer(backend, store, () => s3, { RESUMABLE_EXPIRY: '1', GC_INTERVAL: '0' });
           try {
             const { t } = server;
