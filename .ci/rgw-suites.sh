@@ -83,6 +83,7 @@ run_suites s3-suites \
   test/http/tus.test.ts \
   test/http/tus-client.test.ts \
   test/http/tus-sweep.test.ts \
+  test/faults/tus-faults.test.ts \
   --grep 'local store|operations: metrics|operations: graceful shutdown' --invert
 
 run_suites real-store-only 'test/real-s3/*.test.ts'

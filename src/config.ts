@@ -64,6 +64,17 @@ const schema = z
     if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
       ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when S3_ENDPOINT or S3 credentials are set' });
     }
+    // The bucket's lifecycle rule aborts a multipart upload that many days
+    // after it began, however recently it was written to: a resumable upload
+    // may not be promised a longer life (server.ts caps each upload's total
+    // life at the rule in force, too).
+    if (env.S3_BUCKET && env.S3_ABORT_INCOMPLETE_DAYS > 0 && env.RESUMABLE_EXPIRY > env.S3_ABORT_INCOMPLETE_DAYS * 86_400) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['RESUMABLE_EXPIRY'],
+        message: `is longer than S3_ABORT_INCOMPLETE_DAYS (${env.S3_ABORT_INCOMPLETE_DAYS} days, ${env.S3_ABORT_INCOMPLETE_DAYS * 86_400} s), after which the bucket aborts a resumable upload's parts; lower it or raise S3_ABORT_INCOMPLETE_DAYS`,
+      });
+    }
     if (!env.S3_ACCESS_KEY_ID !== !env.S3_SECRET_ACCESS_KEY) {
       ctx.addIssue({ code: 'custom', path: ['S3_SECRET_ACCESS_KEY'], message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together' });
     }

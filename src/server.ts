@@ -78,8 +78,9 @@ async function checkReadiness(db: Database, store: ObjectStore, redis: Redis | u
   return { ready: database === 'ok' && objects === 'ok', checks };
 }
 
-async function openStore(config: Config, logger: Logger): Promise<ObjectStore> {
-  if (!config.s3) return new LocalObjectStore({ root: join(config.dataDir, 'objects') });
+/** The store, and how long a multipart upload may live in it (seconds), when a lifecycle rule says. */
+async function openStore(config: Config, logger: Logger): Promise<{ store: ObjectStore; uploadLifetime?: number }> {
+  if (!config.s3) return { store: new LocalObjectStore({ root: join(config.dataDir, 'objects') }) };
   const store = new S3ObjectStore(config.s3);
   await store.ensureBucket();
   // Which backstops remove multipart uploads nobody finished (README, Objects in S3).
@@ -90,7 +91,7 @@ async function openStore(config: Config, logger: Logger): Promise<ObjectStore> {
   } else {
     logger.info({ lifecycle_rule: expiry.rule, days: expiry.days }, `incomplete multipart uploads: the bucket's lifecycle rule aborts them after ${expiry.days} days, and ${sweep} aborts those unclaimed after GC_GRACE`);
   }
-  return store;
+  return { store, uploadLifetime: expiry.rule === 'none' ? undefined : expiry.days * 86_400 };
 }
 
 export async function startServer(config: Config, logger = createLogger(config.logLevel, config.logFormat)): Promise<RunningServer> {
@@ -109,7 +110,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
     }
     const applied = await db.migrate();
     if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
-    const store = await openStore(config, logger);
+    const { store, uploadLifetime } = await openStore(config, logger);
     const uploadGate = new UploadGate(config.uploadConcurrency);
     const metrics = new Metrics(() => uploadGate.inFlight);
     const onCleanupError = (err: unknown) => {
@@ -131,7 +132,7 @@ export async function startServer(config: Config, logger = createLogger(config.l
     const quota = new UploadQuota(db.prisma);
     const pending = new PendingObjects(db.prisma, quota);
     const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError });
-    const resumable = new ResumableUploads({ prisma: db.prisma, store, quota, expirySeconds: config.resumableExpiry, onCleanupError });
+    const resumable = new ResumableUploads({ prisma: db.prisma, store, quota, expirySeconds: config.resumableExpiry, lifetimeSeconds: uploadLifetime, onCleanupError });
     const sweeper = new Sweeper(db.prisma, store, quota, resumable);
     const sweep = async (graceSeconds = config.gcGrace) => {
       const result = await sweeper.sweep(graceSeconds);

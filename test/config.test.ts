@@ -125,6 +125,16 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ S3_BUCKET: 'uploads', S3_ABORT_INCOMPLETE_DAYS: 'week' })).to.throw(ConfigError, /S3_ABORT_INCOMPLETE_DAYS/);
   });
 
+  it('when RESUMABLE_EXPIRY is longer than the S3 lifecycle rule that aborts incomplete uploads, then a ConfigError names both', () => {
+    const expiry = (env: Record<string, string>) => loadConfig(env).resumableExpiry;
+    expect(expiry({})).to.equal(86_400);
+    expect(expiry({ RESUMABLE_EXPIRY: String(30 * 86_400) }), 'the local store has no such rule').to.equal(30 * 86_400);
+    expect(expiry({ S3_BUCKET: 'uploads', RESUMABLE_EXPIRY: String(7 * 86_400) })).to.equal(7 * 86_400);
+    expect(() => expiry({ S3_BUCKET: 'uploads', RESUMABLE_EXPIRY: String(7 * 86_400 + 1) })).to.throw(ConfigError, /RESUMABLE_EXPIRY: .*S3_ABORT_INCOMPLETE_DAYS \(7 days/);
+    expect(() => expiry({ S3_BUCKET: 'uploads', S3_ABORT_INCOMPLETE_DAYS: '1', RESUMABLE_EXPIRY: '86401' })).to.throw(ConfigError, /RESUMABLE_EXPIRY/);
+    expect(expiry({ S3_BUCKET: 'uploads', S3_ABORT_INCOMPLETE_DAYS: '0', RESUMABLE_EXPIRY: String(30 * 86_400) }), 'no rule set').to.equal(30 * 86_400);
+  });
+
   it('when variables the server does not read are set, then they are ignored', () => {
     expect(loadConfig({ PATH: '/usr/bin', SOMETHING_ELSE: 'x' }).port).to.equal(3000);
   });

@@ -22,6 +22,7 @@ export interface ResumableRow {
   hashState: Uint8Array;
   interrupted: boolean;
   expiresAt: Date;
+  createdAt: Date;
 }
 
 /** An upload as a client may see it: its row, and the file it became. */
@@ -47,6 +48,7 @@ const toRow = (row: Row): ResumableRow => ({
   hashState: row.hashState,
   interrupted: row.interrupted,
   expiresAt: row.expiresAt,
+  createdAt: row.createdAt,
 });
 
 /** The URL token of an upload: 128 random bits, base64url (22 characters). */
@@ -68,6 +70,7 @@ export interface NewUpload {
   hashState: Uint8Array;
   quotaDay: string;
   expiresAt: Date;
+  createdAt: Date;
 }
 
 export class ResumableRecords {

@@ -25,6 +25,12 @@ export interface ResumableOptions {
   quota: UploadQuota;
   /** Seconds an unfinished upload lives after its creation or last write (Upload-Expires). */
   expirySeconds: number;
+  /**
+   * Seconds an upload may live in all, however recently written: the S3
+   * bucket's lifecycle rule aborts a multipart upload that long after it
+   * began (server.ts passes the rule in force). Absent: no such limit.
+   */
+  lifetimeSeconds?: number;
   /** How long a request's lease on an upload holds unless renewed (every third of it, while the request runs). */
   leaseMs?: number;
   clock?: () => Date;
@@ -95,6 +101,12 @@ export class ResumableUploads {
     return new Date(this.clock().getTime() + ms);
   }
 
+  /** Upload-Expires after a write at `now` to an upload created at `createdAt`. */
+  private expiresAfter(now: Date, createdAt: Date): Date {
+    const { expirySeconds, lifetimeSeconds = Number.POSITIVE_INFINITY } = this.options;
+    return new Date(Math.min(now.getTime() + expirySeconds * 1000, createdAt.getTime() + lifetimeSeconds * 1000));
+  }
+
   /**
    * A new upload of `length` bytes (undefined: deferred) named by the
    * client's `rawFilename`. Limits come first: a length over the plan's
@@ -110,6 +122,7 @@ export class ResumableUploads {
     if (!day) throw fileErrors.dailyUploadLimit(caller.plan.dailyUploads);
     try {
       const storageKey = newStorageKey();
+      const now = this.clock();
       const row = await this.records.create({
         id: newUploadId(),
         accountId: caller.accountId,
@@ -119,7 +132,8 @@ export class ResumableUploads {
         storeState: await store.startResumable(storageKey, { maxSize: input.length ?? max }),
         hashState: (await hasher()).save(),
         quotaDay: day,
-        expiresAt: this.later(this.options.expirySeconds * 1000),
+        expiresAt: this.expiresAfter(now, now),
+        createdAt: now,
       });
       return statusOf(row);
     } catch (err) {
@@ -188,8 +202,9 @@ export class ResumableUploads {
     const overLimit = () => (length === undefined ? fileErrors.tooLarge(max) : resumableErrors.lengthExceeded(length));
     if ((length ?? 0) > max || (input.bodySize ?? 0) > limit) {
       const err = (length ?? 0) > max ? fileErrors.tooLarge(max) : overLimit();
-      if (err.code === 'file_too_large') await this.removeLeased(row.id, token);
-      throw new LeaseEnded(err, err.code === 'file_too_large');
+      if (err.code !== 'file_too_large') throw err; // the lease is released by append()
+      await this.removeLeased(row.id, token);
+      throw new LeaseEnded(err, true);
     }
 
     const hash = await hasher(row.hashState);
@@ -222,7 +237,7 @@ export class ResumableUploads {
       throw interrupted ? resumableErrors.aborted() : resumableErrors.checksumMismatch();
     }
     const finished = result.offset === length;
-    const next = { ...row, offset: result.offset, length, storeState: result.state, hashState: hash.save(), expiresAt: this.later(this.options.expirySeconds * 1000) };
+    const next = { ...row, offset: result.offset, length, storeState: result.state, hashState: hash.save(), expiresAt: this.expiresAfter(this.clock(), row.createdAt) };
     const saved = await this.records.commit(row.id, token, { ...next, interrupted: interrupted !== undefined, keepLease: finished });
     if (!saved) throw new LeaseEnded(resumableErrors.busy());
     if (interrupted !== undefined && !finished) {

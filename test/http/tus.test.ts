@@ -1,5 +1,5 @@
 // tus 1.0.0 under /api/v1/uploads, driven with raw requests, on both
-// databases and both stores (local folder, S3 through s3rver): creation,
+// databases and both stores (local folder, S3: s3rver or TEST_S3_ENDPOINT): creation,
 // PATCH, HEAD, resuming after a cut, limits and quota, termination, expiry,
 // conflicts and isolation. The tus-js-client tests are in tus-client.test.ts.
 import { createHash, randomBytes } from 'node:crypto';
