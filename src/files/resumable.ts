@@ -4,9 +4,7 @@
 // upload (file-rows.ts). Nothing of an upload lives in a process between
 // requests: its offset, the store's state and the SHA-256 so far are in the
 // database (resumable-records.ts), its bytes in the object store.
-import { createHash, randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
-import { createSHA256 } from 'hash-wasm';
+import { randomUUID } from 'node:crypto';
 import type { Caller } from '../accounts/service.js';
 import { AppError } from '../errors.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
@@ -16,6 +14,7 @@ import { commitFile } from './file-rows.js';
 import { cleanFilename } from './filename.js';
 import type { UploadQuota } from './quota.js';
 import { newStorageKey, type FileRecord } from './record.js';
+import { hasher, writeBody, type AppendInput } from './resumable-body.js';
 import { resumableErrors } from './resumable-errors.js';
 import { newUploadId, ResumableRecords, type ResumableRow } from './resumable-records.js';
 
@@ -50,18 +49,6 @@ export interface UploadStatus {
   file?: FileRecord;
 }
 
-export interface AppendInput {
-  /** Upload-Offset: where the client says the body continues. */
-  offset: number;
-  /** Upload-Length sent with this request (declares a deferred length). */
-  length?: number;
-  /** Content-Length, when the client sent one: checked against the limits before any byte is read. */
-  bodySize?: number;
-  body: Readable;
-  /** Upload-Checksum: the SHA-256 of this body; a mismatch keeps none of it. */
-  checksum?: Buffer;
-}
-
 export interface AppendOutcome {
   status: UploadStatus;
   /** Bytes this request stored. */
@@ -78,13 +65,6 @@ const statusOf = (row: ResumableRow, file?: FileRecord): UploadStatus => ({
   expiresAt: row.expiresAt,
   file,
 });
-
-async function hasher(state?: Uint8Array) {
-  const hash = await createSHA256();
-  if (state) hash.load(state);
-  else hash.init();
-  return hash;
-}
 
 export class ResumableUploads {
   readonly records: ResumableRecords;
@@ -203,49 +183,35 @@ export class ResumableUploads {
     if ((length ?? 0) > max || (input.bodySize ?? 0) > limit) {
       const err = (length ?? 0) > max ? fileErrors.tooLarge(max) : overLimit();
       if (err.code !== 'file_too_large') throw err; // the lease is released by append()
-      await this.removeLeased(row.id, token);
-      throw new LeaseEnded(err, true);
+      await this.remove(row.id, { token });
+      throw new LeaseEnded(err);
     }
 
-    const hash = await hasher(row.hashState);
-    const checksum = input.checksum ? createHash('sha256') : undefined;
-    let received = 0;
-    // Chunks go from here straight to the store's for-await: what is counted
-    // and hashed is exactly what the store received.
-    async function* measured(): AsyncGenerator<Buffer> {
-      for await (const chunk of input.body as AsyncIterable<Buffer>) {
-        if (received + chunk.length > limit) throw overLimit();
-        received += chunk.length;
-        hash.update(chunk);
-        checksum?.update(chunk);
-        yield chunk;
-      }
-    }
-    const result = await this.options.store.appendResumable(row.storageKey, row.storeState, measured(), {
-      offset: row.offset,
+    const written = await writeBody(this.options.store, row, input, {
       length,
+      limit,
+      overLimit,
       onState: (state) => this.records.saveStoreState(row, token, state),
     });
-    const { interrupted } = result;
-    if (result.offset !== row.offset + received) throw new Error(`the store kept ${result.offset - row.offset} bytes of ${received}`);
+    const { interrupted } = written;
     if (interrupted instanceof AppError && interrupted.code === 'file_too_large') {
-      await this.removeLeased(row.id, token);
-      throw new LeaseEnded(interrupted, true);
+      await this.remove(row.id, { token });
+      throw new LeaseEnded(interrupted);
     }
-    if (checksum && (interrupted || !checksum.digest().equals(input.checksum!))) {
+    if (written.checksumFailed) {
       // Nothing is saved: the next append from the saved state writes over these bytes.
       throw interrupted ? resumableErrors.aborted() : resumableErrors.checksumMismatch();
     }
-    const finished = result.offset === length;
-    const next = { ...row, offset: result.offset, length, storeState: result.state, hashState: hash.save(), expiresAt: this.expiresAfter(this.clock(), row.createdAt) };
+    const finished = written.offset === length;
+    const next = { ...row, offset: written.offset, length, storeState: written.state, hashState: written.hashState, expiresAt: this.expiresAfter(this.clock(), row.createdAt) };
     const saved = await this.records.commit(row.id, token, { ...next, interrupted: interrupted !== undefined, keepLease: finished });
     if (!saved) throw new LeaseEnded(resumableErrors.busy());
     if (interrupted !== undefined && !finished) {
       const reason = interrupted instanceof AppError ? interrupted : resumableErrors.aborted();
-      throw new LeaseEnded(new AppError(reason.status, reason.code, reason.message, { ...reason.headers, 'Upload-Offset': String(result.offset) }));
+      throw new LeaseEnded(new AppError(reason.status, reason.code, reason.message, { ...reason.headers, 'Upload-Offset': String(written.offset) }));
     }
     const file = finished ? await this.finishLeased(next, token) : undefined;
-    return { status: statusOf(next, file), received, resumedAt: row.interrupted ? row.offset : undefined };
+    return { status: statusOf(next, file), received: written.received, resumedAt: row.interrupted ? row.offset : undefined };
   }
 
   /** A request to an upload that has every byte: nothing more may come; finish it if that was cut short. */
@@ -306,11 +272,7 @@ export class ResumableUploads {
       await this.records.release(id, token);
       throw view?.file ? resumableErrors.complete() : resumableErrors.notFound();
     }
-    await this.removeLeased(id, token);
-  }
-
-  private removeLeased(id: string, token: string) {
-    return this.remove(id, { token });
+    await this.remove(id, { token });
   }
 
   /**
@@ -339,10 +301,7 @@ export class ResumableUploads {
 
 /** The lease is gone already (removed with the upload, or saved with the commit): the caller must not release it. */
 class LeaseEnded extends Error {
-  constructor(
-    readonly reason: AppError,
-    readonly removed = false,
-  ) {
+  constructor(readonly reason: AppError) {
     super(reason.message);
   }
 }

@@ -1,0 +1,136 @@
+// `dropstream download <link>`: streams a public link into a file (transfer.ts
+// runs it), never over an existing file without --force, printing the path
+// it saved.
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { link, lstat, rename, rm, stat, unlink } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { parseArgs } from 'node:util';
+import { decodeExtended, parse as parseDisposition } from 'content-disposition';
+import { CliError } from './admin-client.js';
+import { createProgress } from './progress.js';
+import { errno, httpUrl, networkError, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
+
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    (err) => (errno(err) === 'ENOENT' ? false : Promise.reject(err)),
+  );
+}
+
+const refuseOverwrite = (path: string) => new CliError(`${path} already exists; pass --force to overwrite it`);
+
+/** A name that is safe to create in the current folder: the last path segment, without control characters. */
+export function safeBasename(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  const last = (name.split(/[/\\]/).pop() ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
+  return last === '' || last === '.' || last === '..' ? undefined : last;
+}
+
+/** The file name a response suggests: `filename*` (UTF-8) when it decodes, else `filename`; sanitised to a basename. */
+export function filenameFromDisposition(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  let parameters: Record<string, string>;
+  try {
+    parameters = parseDisposition(header, { extended: false }).parameters;
+  } catch {
+    return undefined;
+  }
+  const extended = parameters['filename*'] === undefined ? undefined : decodeExtended(parameters['filename*']);
+  return safeBasename(extended) ?? safeBasename(parameters.filename);
+}
+
+/** Moves the finished temp file into place; without `force`, never replaces an existing file (even one created meanwhile). */
+async function place(temp: string, dest: string, force: boolean): Promise<void> {
+  if (force) return rename(temp, dest);
+  try {
+    // link() fails with EEXIST instead of replacing, atomically.
+    await link(temp, dest);
+  } catch (err) {
+    if (errno(err) === 'EEXIST') throw refuseOverwrite(dest);
+    // A file system without hard links: check, then rename.
+    if (await exists(dest)) throw refuseOverwrite(dest);
+    return rename(temp, dest);
+  }
+  await unlink(temp);
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return stat(path).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
+}
+
+export async function download(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { output: { type: 'string', short: 'o' }, force: { type: 'boolean' }, progress: { type: 'boolean' } },
+  });
+  const [link, ...extra] = positionals;
+  if (!link || extra.length > 0) throw new CliError('usage: dropstream download <link> [-o PATH] [--force] [--progress]');
+  const url = httpUrl(link, 'the link');
+  const force = values.force === true;
+
+  // -o names the file, or a folder to save the server's file name in.
+  const output = values.output;
+  const intoFolder = output === undefined || (await isDirectory(output));
+  if (output !== undefined && !intoFolder && /[/\\]$/.test(output)) throw new CliError(`no such folder: ${output}`);
+  let dest = intoFolder ? undefined : resolve(output!);
+  // Before connecting, when we already know the name.
+  if (dest && !force && (await exists(dest))) throw refuseOverwrite(dest);
+
+  const req = startRequest(url, { method: 'GET' });
+  req.end();
+  let res: IncomingMessage;
+  try {
+    res = await responseOf(req);
+  } catch (err) {
+    throw networkError(err, url);
+  }
+  if (res.statusCode !== 200) throw responseError(res.statusCode ?? 0, await readBody(res).catch(() => ''));
+
+  if (!dest) {
+    const name = filenameFromDisposition(res.headers['content-disposition']);
+    if (!name) {
+      res.destroy();
+      throw new CliError('the server did not name the file; pass -o PATH');
+    }
+    dest = resolve(output ?? '.', name);
+  }
+  if (!force && (await exists(dest))) {
+    // Hanging up mid-response: the server does not count it as a download.
+    res.destroy();
+    throw refuseOverwrite(dest);
+  }
+
+  const lengthHeader = res.headers['content-length'];
+  const total = lengthHeader && /^[0-9]+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
+  const progress = createProgress({ enabled: values.progress === true || process.stderr.isTTY === true, total });
+  // Same folder, so the rename is atomic; a name of our own, so a long file name cannot make it too long.
+  const temp = join(dirname(dest), `.dropstream-${randomBytes(8).toString('hex')}.part`);
+  // Ctrl-C mid-download: stop, and remove the temp file on the way out.
+  const interrupt = new AbortController();
+  const onInterrupt = () => interrupt.abort();
+  process.once('SIGINT', onInterrupt);
+  try {
+    await pipeline(res, progress.counter, createWriteStream(temp, { flags: 'wx' }), { signal: interrupt.signal });
+    if (total !== undefined && progress.bytes() !== total) throw new CliError(`the download ended after ${progress.bytes()} of ${total} bytes`);
+    await place(temp, dest, force);
+  } catch (err) {
+    await rm(temp, { force: true });
+    if (interrupt.signal.aborted) throw new CliError('interrupted');
+    if (err instanceof CliError) throw err;
+    if ((err as NodeJS.ErrnoException).path !== undefined || (err as NodeJS.ErrnoException).syscall === 'rename') {
+      throw new CliError(`cannot write ${dest} (${errno(err) ?? (err as Error).message})`);
+    }
+    throw networkError(err, url);
+  } finally {
+    process.off('SIGINT', onInterrupt);
+    progress.finish();
+  }
+  process.stdout.write(`${dest}\n`);
+}

@@ -1,0 +1,73 @@
+// The HTTP plumbing `dropstream upload` and `dropstream download` share
+// (transfer.ts, download.ts): URLs, requests with an idle timeout, and the
+// one-line errors a script can read.
+import http, { type ClientRequest, type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { CliError } from './admin-client.js';
+
+/** A connection with no traffic for this long is given up. */
+const IDLE_TIMEOUT_MS = 60_000;
+/** Error bodies are small JSON; never read more than this of one. */
+const ERROR_BODY_LIMIT = 64 * 1024;
+
+export const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
+
+/** Server-controlled text, made safe for our one-line error format. */
+export const oneLine = (text: string) => text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
+
+export function httpUrl(value: string, what: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new CliError(`${what} is not a URL: ${oneLine(value)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError(`${what} must be an http or https URL`);
+  return url;
+}
+
+/** An API path under the server URL (which may have a path of its own, behind a proxy). */
+export const apiUrl = (server: URL, path: string) => new URL(`${server.href.replace(/\/+$/, '')}${path}`);
+
+export function startRequest(url: URL, options: http.RequestOptions): ClientRequest {
+  const req = (url.protocol === 'https:' ? https : http).request(url, options);
+  req.setTimeout(IDLE_TIMEOUT_MS, () => req.destroy(new CliError(`no response from ${url.origin} for ${IDLE_TIMEOUT_MS / 1000} s`)));
+  return req;
+}
+
+export function responseOf(req: ClientRequest): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    req.once('response', resolve);
+    req.on('error', reject);
+  });
+}
+
+export async function readBody(res: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of res as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    length += chunk.length;
+    if (length > ERROR_BODY_LIMIT) break;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** `<status> <code>: <message>` from the API's error body, or the status text when the body is not ours (a proxy's page). */
+export function responseError(status: number, body: string): CliError {
+  let error: { code?: unknown; message?: unknown } | undefined;
+  try {
+    error = JSON.parse(body)?.error;
+  } catch {
+    error = undefined;
+  }
+  if (typeof error?.code === 'string') {
+    return new CliError(oneLine(`${status} ${error.code}: ${typeof error.message === 'string' ? error.message : ''}`));
+  }
+  return new CliError(`${status} ${http.STATUS_CODES[status] ?? 'unexpected response'}`);
+}
+
+export function networkError(err: unknown, url: URL): CliError {
+  if (err instanceof CliError) return err;
+  return new CliError(`connection to ${url.origin} failed (${errno(err) ?? oneLine((err as Error).message)})`);
+}
