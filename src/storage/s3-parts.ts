@@ -23,10 +23,11 @@ export const storeError = (what: string) => (err: unknown) => {
 
 /**
  * Copies bytes into fixed part buffers, allocated once and reused, and sends
- * each full buffer as one part of a multipart upload, at most partsInFlight
- * at once: a writer holds partsInFlight + 1 buffers however much it writes.
- * The resumable appends use it (s3-resumable.ts); put()'s loop in
- * s3-upload.ts works the same way.
+ * each full buffer as one part of a multipart upload. A new buffer is taken
+ * only once fewer than partsInFlight parts are on their way, so a writer
+ * holds at most partsInFlight buffers however much it writes (one being
+ * filled while up to partsInFlight - 1 are sent). put() (s3-upload.ts) and
+ * the resumable appends (s3-resumable.ts) both write through it.
  */
 export class PartWriter {
   uploadId: string | undefined;
@@ -80,10 +81,11 @@ export class PartWriter {
       .catch((err: unknown) => void (this.failure ??= err))
       .finally(() => this.inFlight.delete(sending));
     this.inFlight.add(sending);
-    this.buffer = this.spare.pop() ?? Buffer.allocUnsafeSlow(this.options.partSize);
     this.filled = 0;
     while (this.inFlight.size >= partsInFlight && !this.failure) await Promise.race(this.inFlight);
     if (this.failure) throw this.failure;
+    // Only now: a buffer sent and returned is reused rather than a new one made.
+    this.buffer = this.spare.pop() ?? Buffer.allocUnsafeSlow(this.options.partSize);
   }
 
   /** Waits for every part on its way; rejects with the first failure. */

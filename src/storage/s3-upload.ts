@@ -1,14 +1,7 @@
 import type { Readable } from 'node:stream';
-import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  CreateMultipartUploadCommand,
-  PutObjectCommand,
-  UploadPartCommand,
-  type CompletedPart,
-  type S3Client,
-} from '@aws-sdk/client-s3';
-import { ObjectStoreError, ObjectTooLargeError } from './object-store.js';
+import { AbortMultipartUploadCommand, CompleteMultipartUploadCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { ObjectTooLargeError } from './object-store.js';
+import { PartWriter, storeError } from './s3-parts.js';
 
 const MiB = 1024 * 1024;
 
@@ -37,15 +30,12 @@ export interface StreamUploadOptions {
   onMultipartStart?: (uploadId: string) => void | Promise<void>;
 }
 
-const storeError = (what: string) => (err: unknown) => {
-  throw new ObjectStoreError(`${what} failed`, { cause: err });
-};
-
 /**
- * Streams `body` into one object. Bytes are copied into part buffers,
- * allocated once and reused: one being filled while up to partsInFlight - 1
- * are sent (the loop waits for a send to finish before it fills another), so
- * an upload of any size holds at most partsInFlight x partSize. lib-storage
+ * Streams `body` into one object. Bytes are copied into part buffers
+ * (PartWriter, s3-parts.ts, which the resumable appends share), allocated
+ * once and reused: one being filled while up to partsInFlight - 1 are sent
+ * (the writer waits for a send to finish before it fills another), so an
+ * upload of any size holds at most partsInFlight x partSize. lib-storage
  * concatenates each part afresh and its garbage showed up as 30-60 MiB more
  * peak RSS per upload (README, Memory). A body shorter than one part becomes
  * a single PutObject.
@@ -61,77 +51,44 @@ const storeError = (what: string) => (err: unknown) => {
  */
 export async function uploadStream(options: StreamUploadOptions): Promise<{ size: number }> {
   const { client, bucket, key, body, partSize, partsInFlight } = options;
-  const spare: Buffer[] = [];
-  const inFlight = new Set<Promise<void>>();
-  const parts: CompletedPart[] = [];
-  let failure: unknown;
-  let uploadId: string | undefined;
-  let partNumber = 0;
-
-  const sendPart = async (buffer: Buffer, length: number) => {
-    if (!uploadId) {
-      uploadId = await client
-        .send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: 'application/octet-stream' }))
-        .then((res) => res.UploadId!, storeError('starting a multipart upload'));
-      await options.onMultipartStart?.(uploadId);
-    }
-    const PartNumber = ++partNumber;
-    const sending: Promise<void> = client
-      .send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber, Body: buffer.subarray(0, length), ContentLength: length }))
-      .then((res) => {
-        parts.push({ PartNumber, ETag: res.ETag });
-        spare.push(buffer); // only now may the buffer be filled again
-      }, storeError(`uploading part ${PartNumber}`))
-      .catch((err: unknown) => void (failure ??= err))
-      .finally(() => inFlight.delete(sending));
-    inFlight.add(sending);
-    while (inFlight.size >= partsInFlight && !failure) await Promise.race(inFlight);
-    if (failure) throw failure;
-  };
-
   const maxSize = Math.min(partSize * S3_LIMITS.maxParts, S3_LIMITS.maxObjectSize);
-  let buffer: Buffer = Buffer.alloc(0);
-  let filled = 0;
+  let writer: PartWriter | undefined;
   let size = 0;
   try {
     if (!(partSize >= 1 && partSize <= S3_LIMITS.maxPartSize)) throw new RangeError(`part size ${partSize} is outside 1..${S3_LIMITS.maxPartSize}`);
-    buffer = Buffer.allocUnsafeSlow(partSize);
+    writer = new PartWriter({ client, bucket, key, partSize, partsInFlight, firstPart: 1, onCreated: async (id) => options.onMultipartStart?.(id) });
     for await (const chunk of body as AsyncIterable<Buffer>) {
       if (size + chunk.length > maxSize) throw new ObjectTooLargeError(maxSize);
-      for (let offset = 0; offset < chunk.length; ) {
-        const copied = chunk.copy(buffer, filled, offset);
-        offset += copied;
-        filled += copied;
-        if (filled === partSize) {
-          await sendPart(buffer, filled);
-          buffer = spare.pop() ?? Buffer.allocUnsafeSlow(partSize);
-          filled = 0;
-        }
-      }
+      await writer.write(chunk);
       size += chunk.length;
     }
-    if (partNumber === 0) {
+    if (!writer.uploadId) {
       await client
-        .send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: buffer.subarray(0, filled), ContentLength: filled, ContentType: 'application/octet-stream' }))
+        .send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: writer.buffer.subarray(0, writer.filled), ContentLength: writer.filled, ContentType: 'application/octet-stream' }))
         .catch(storeError('storing the object'));
       return { size };
     }
-    if (filled > 0) await sendPart(buffer, filled);
-    await Promise.all(inFlight);
-    if (failure) throw failure;
-    parts.sort((a, b) => a.PartNumber! - b.PartNumber!);
+    if (writer.filled > 0) await writer.sendFilled();
+    await writer.drain();
     await client
-      .send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }))
+      .send(
+        new CompleteMultipartUploadCommand({
+          Bucket: bucket,
+          Key: key,
+          UploadId: writer.uploadId,
+          MultipartUpload: { Parts: writer.etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) },
+        }),
+      )
       .catch(storeError('completing the multipart upload'));
     return { size };
   } catch (err) {
     // Stop reading; what was read is discarded with the upload.
     if (!body.destroyed) body.destroy();
-    await Promise.allSettled(inFlight);
-    if (uploadId) {
+    await writer?.settle();
+    if (writer?.uploadId) {
       // If the store is down this fails too: the upload stays open until the
       // store's own expiry of incomplete uploads (or a sweep) removes it.
-      await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId })).catch(() => {});
+      await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: writer.uploadId })).catch(() => {});
     }
     throw err;
   }

@@ -7,6 +7,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { ObjectStoreError, ObjectTooLargeError } from '../../src/storage/object-store.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
+import { appendS3Resumable, startS3Resumable } from '../../src/storage/s3-resumable.js';
 import { S3_LIMITS, uploadStream } from '../../src/storage/s3-upload.js';
 
 const KiB = 1024;
@@ -238,6 +239,23 @@ describe('uploadStream (fake S3 client)', () => {
       expect(body.destroyed).to.equal(true);
     });
   });
+});
+
+describe('appendS3Resumable (fake S3 client)', () => {
+  for (const partsInFlight of [1, 2, 3]) {
+    it(`when ${partsInFlight} part(s) may be in flight, then a 12-part PATCH holds exactly ${partsInFlight} buffer(s), as a plain upload does`, async () => {
+      const s3 = new FakeS3({ delay: (c) => (c.command === 'UploadPart' ? 10 + (c.input.PartNumber % 3) * 5 : 0) });
+      const data = randomBytes(12 * 5 * MiB);
+      const result = await appendS3Resumable({ client: s3.client, bucket: 'b', partsInFlight }, 'k', startS3Resumable(5 * MiB), streamOf(data), {
+        offset: 0,
+        length: data.length,
+      });
+      expect(result.offset).to.equal(data.length);
+      expect(s3.named('UploadPart')).to.have.length(12);
+      expect(s3.partBuffers.size).to.equal(partsInFlight);
+      expect(s3.maxInFlight).to.equal(partsInFlight);
+    });
+  }
 });
 
 describe('S3ObjectStore.partSizeFor', () => {
