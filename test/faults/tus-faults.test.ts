@@ -12,20 +12,13 @@ import type { Caller } from '../../src/accounts/service.js';
 import { UploadQuota } from '../../src/files/quota.js';
 import { ResumableUploads } from '../../src/files/resumable.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
+import { sleep } from '../helpers/raw-upload.js';
 import type { TestServer } from '../helpers/server.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
-import { create, head, patch, streamingPatch, tusServer, uploadUrl } from '../helpers/tus.js';
+import { create, download, head, patch, streamingPatch, tusServer, uploadUrl } from '../helpers/tus.js';
 
 const MiB = 1024 * 1024;
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function download(t: TestServer, link: string): Promise<Buffer> {
-  const res = await fetch(t.url(link));
-  expect(res.status).to.equal(200);
-  return Buffer.from(await res.arrayBuffer());
-}
-
 for (const store of ['local', 's3'] as const) {
   describe(`PATCH faults (${store} store)`, function () {
     this.timeout(60_000);

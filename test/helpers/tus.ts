@@ -2,9 +2,10 @@
 // client written by others: test/http/tus-client.test.ts).
 import { request } from 'node:http';
 import { S3ObjectStore } from '../../src/storage/s3.js';
+import { expect } from 'chai';
 import { call, type ApiResponse } from './client.js';
 import type { Backend } from './databases.js';
-import { startTestServer } from './server.js';
+import { startTestServer, type TestServer } from './server.js';
 import { allOpenUploads, type TestS3 } from './test-s3.js';
 
 const MiB = 1024 * 1024;
@@ -97,3 +98,10 @@ export async function tusServer(backend: Backend, store: StoreKind, s3: () => Te
   };
 }
 
+
+/** A public link's content, fetched from the test server (200 expected). */
+export async function download(t: TestServer, link: string): Promise<Buffer> {
+  const res = await fetch(t.url(link));
+  expect(res.status).to.equal(200);
+  return Buffer.from(await res.arrayBuffer());
+}

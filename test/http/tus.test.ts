@@ -5,30 +5,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { call } from '../helpers/client.js';
+import { eventually, sleep } from '../helpers/raw-upload.js';
 import { backends } from '../helpers/databases.js';
 import type { TestServer } from '../helpers/server.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
-import { create, head, patch, streamingPatch, terminate, TUS, tusServer, uploadUrl } from '../helpers/tus.js';
+import { create, download, head, patch, streamingPatch, terminate, TUS, tusServer, uploadUrl } from '../helpers/tus.js';
 
 const MiB = 1024 * 1024;
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 5_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await sleep(50);
-    value = await read();
-  }
-  return value;
-}
-
-async function download(t: TestServer, link: string): Promise<Buffer> {
-  const res = await fetch(t.url(link));
-  expect(res.status).to.equal(200);
-  return Buffer.from(await res.arrayBuffer());
-}
 
 describe('resumable uploads (tus)', () => {
   let s3: TestS3;
