@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { call } from '../helpers/client.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { create, head, patch, uploadUrl } from '../helpers/tus.js';
 
 if (redisUrl) {
   describe('Redis round trips of API requests', () => {
@@ -39,6 +40,18 @@ if (redisUrl) {
         for (let i = 0; i < 10; i++) expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(200);
       });
       expect(sent).to.deep.equal(Array(10).fill('evalsha'));
+    });
+
+    it('when a resumable upload is created, written and asked about (tus), then each request is one script call, as on every API route', async () => {
+      const { apiKey } = await t.account();
+      expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(200); // loads the script
+      const sent = await commands(async () => {
+        const url = uploadUrl(t.server.url, await create(t.server.url, apiKey, { length: 6 }));
+        expect((await patch(url, apiKey, 0, Buffer.from('abc'))).status).to.equal(204);
+        expect((await head(url, apiKey)).status).to.equal(200);
+        expect((await patch(url, apiKey, 3, Buffer.from('def'))).status).to.equal(204);
+      });
+      expect(sent).to.deep.equal(Array(4).fill('evalsha'));
     });
 
     it('when an address sends bad keys, then each costs one command, and once refused it costs none', async () => {
