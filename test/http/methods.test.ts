@@ -55,6 +55,21 @@ for (const backend of backends) {
       });
     }
 
+    it('when a method the tus routes do not take reaches /api/v1/uploads, then 405 with the Allow of that path, in the JSON error shape', async () => {
+      for (const [path, method, allow] of [
+        ['/api/v1/uploads', 'PUT', 'OPTIONS, POST'],
+        ['/api/v1/uploads', 'GET', 'OPTIONS, POST'],
+        ['/api/v1/uploads/AAAAAAAAAAAAAAAAAAAAAA', 'PUT', 'HEAD, PATCH, DELETE, GET'],
+        ['/api/v1/uploads/AAAAAAAAAAAAAAAAAAAAAA', 'POST', 'HEAD, PATCH, DELETE, GET'],
+      ] as const) {
+        const res = await send(t.url(path), method, { Authorization: `Bearer ${key}`, 'Tus-Resumable': '1.0.0' });
+        expect(res.status, `${method} ${path}`).to.equal(405);
+        expect(String(res.headers.allow).split(', ').sort()).to.deep.equal(allow.split(', ').sort());
+        expect(JSON.parse(res.body).error.code).to.equal('method_not_allowed');
+      }
+      expect((await send(t.url('/api/v1/uploads'), 'TRACE')).status).to.equal(501);
+    });
+
     it('when POST /api/v1/files/upload is sent, then it still uploads, and GET /api/v1/files/<id> still reads', async () => {
       const up = await uploadFile(t.server.url, key, 'still.txt', 'works');
       expect(up.status).to.equal(201);

@@ -8,6 +8,7 @@ import { call, upload, uploadFile } from '../helpers/client.js';
 import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
 import { BOUNDARY, multipartBody, multipartType } from '../helpers/multipart.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { create, head, uploadUrl } from '../helpers/tus.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -104,6 +105,26 @@ describe('request log', () => {
     expect(line).to.include({ level: 30, status: 499 });
     expect(lines.filter((l) => l.level >= 40), 'lines at warn or above').to.deep.equal([]);
     expect(log.raw.slice(before).join('')).to.not.include('stack');
+  });
+
+  it('when a client hangs up mid-PATCH (tus), then one info line with status 499 and the bytes it sent, nothing at warn or above, and the bytes are kept', async () => {
+    const url = uploadUrl(t.server.url, await create(t.server.url, key, { length: 1_000_000 }));
+    const before = log.lines.length;
+    await new Promise<void>((resolve) => {
+      const req = request(url, {
+        method: 'PATCH',
+        headers: { Authorization: `Bearer ${key}`, 'Tus-Resumable': '1.0.0', 'Content-Type': 'application/offset+octet-stream', 'Upload-Offset': '0', 'Content-Length': '1000000', 'X-Request-Id': 'tus-hang-up' },
+      });
+      req.on('error', () => resolve());
+      req.write(randomBytes(300_000), () => setTimeout(() => req.destroy(), 100));
+      req.on('close', () => resolve());
+    });
+    const line = (await lineOf('tus-hang-up'))!;
+    await sleep(200);
+    expect(line).to.include({ level: 30, status: 499, route: '/api/v1/uploads/:id' });
+    expect(line.bytes_in).to.be.within(300_000, 301_024);
+    expect(log.lines.slice(before).filter((l) => l.level >= 40), 'lines at warn or above').to.deep.equal([]);
+    expect((await head(url, key)).headers.get('upload-offset')).to.equal('300000');
   });
 
   it('when a complete download is logged, then its status is 200 and bytes_out covers the body', async () => {
