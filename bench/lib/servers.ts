@@ -34,6 +34,9 @@ export const startTus = (endpoint: string, bucket: string, tmpDir: string) =>
 
 export const startMulter = (endpoint: string, bucket: string) => startServer('multer-server', 'multer-server', [JSON.stringify({ endpoint, bucket })]);
 
+/** A bare node:http server piping GetObject of GET /<key> to the response (bench/procs/download-proxy.ts). */
+export const startDownloadProxy = (endpoint: string, bucket: string) => startServer('download-proxy', 'download-proxy', [JSON.stringify({ endpoint, bucket })]);
+
 /** The bare Koa handler serving canned responses (a JSON file of url -> body). */
 export const startBareKoa = (responsesFile: string) => startServer('bare-koa', 'bare-koa', [responsesFile]);
 

@@ -1,5 +1,7 @@
 // Scenario 3: downloads of one object our service stored in s3rver, through
-// our public link and by a direct GetObject of the same key from s3rver.
+// our public link, through a bare proxy (bench/procs/download-proxy.ts: the
+// cost of the extra hop alone) and by a direct GetObject of the same key
+// from s3rver.
 //   whole:  the object at once (1 GiB; 64 MiB with --quick);
 //   ranged: 64 requests of 1 MiB at offsets spread over the object, one
 //           after another on one kept-alive connection.
@@ -8,9 +10,10 @@ import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/cont
 import { auth } from '../lib/dropstream.js';
 import { alternate, mbPerSecond, median, round, watch } from '../lib/measure.js';
 import { MiB, run } from '../lib/proc.js';
-import { procScript } from '../lib/servers.js';
+import { procScript, startDownloadProxy } from '../lib/servers.js';
 
 const OURS = 'dropstream /download';
+const PROXY = 'bare node:http proxy';
 const DIRECT = 'direct GetObject';
 const RANGES = 64;
 
@@ -36,6 +39,7 @@ async function storageKey(databaseUrl: string, linkToken: string): Promise<strin
 export async function downloads(b: Bench, log: (s: string) => void): Promise<Comparison[]> {
   const size = (b.quick ? 64 : 1024) * MiB;
   const server = await startOurs(b, 'downloads', 's3');
+  const proxy = await startDownloadProxy(b.s3.endpoint, 'dropstream');
   const out: Comparison[] = [];
   try {
     const uploaded = await run<{ uploads: { status: number; body: string }[] }>({
@@ -51,23 +55,25 @@ export async function downloads(b: Bench, log: (s: string) => void): Promise<Com
     });
     const specs = {
       [OURS]: { mode: 'http', url },
+      [PROXY]: { mode: 'http', url: `${proxy.url}/${encodeURIComponent(key)}` },
       [DIRECT]: { mode: 's3', endpoint: b.s3.endpoint, bucket: 'dropstream', key },
     };
 
     for (const kind of ['whole', 'ranged'] as const) {
       const reps = b.reps ?? (b.quick ? 2 : 3);
       const expected = kind === 'whole' ? size : RANGES * MiB;
-      const results = await alternate([OURS, DIRECT], reps, async (label, rep) => {
+      const results = await alternate([OURS, PROXY, DIRECT], reps, async (label, rep) => {
         const spec = { ...specs[label], ...(kind === 'ranged' ? { ranges } : {}) };
-        const { result, watch: w } = await watch({ server: server.proc.pid, s3rver: b.s3.s3rverPid }, () =>
+        const pid = label === OURS ? server.proc.pid : label === PROXY ? proxy.proc.pid : undefined;
+        const { result, watch: w } = await watch({ ...(pid ? { server: pid } : {}), s3rver: b.s3.s3rverPid }, () =>
           run<DownloadResult>({ name: 'download-client', args: [procScript('download-client'), JSON.stringify(spec)] }),
         );
         if (result.bytes !== expected) throw new Error(`${label} ${kind}: got ${result.bytes} bytes, expected ${expected} (statuses ${result.statuses})`);
         const s = {
           mb_s: mbPerSecond(result.bytes, result.wall),
           median_ms: round(median(result.latencies_ms), 1),
-          server_peak_rss_mib: label === OURS ? w.peakRssMib.server! : 0,
-          server_cpu_pct: label === OURS ? w.cpuPct.server! : 0,
+          server_peak_rss_mib: pid ? w.peakRssMib.server! : 0,
+          server_cpu_pct: pid ? w.cpuPct.server! : 0,
           s3rver_cpu_pct: w.cpuPct.s3rver!,
           client_cpu_pct: round((result.cpu_s / result.wall) * 100, 0),
           machine_cpu_pct: w.machinePct,
@@ -75,11 +81,17 @@ export async function downloads(b: Bench, log: (s: string) => void): Promise<Com
         log(`  ${kind} #${rep + 1} ${label}: ${s.mb_s} MB/s, median ${s.median_ms} ms, s3rver ${s.s3rver_cpu_pct}%`);
         return s;
       });
-      const sides = [side(OURS, results[OURS]), side(DIRECT, results[DIRECT])];
+      const sides = [side(OURS, results[OURS]), side(PROXY, results[PROXY]), side(DIRECT, results[DIRECT])];
       const what = kind === 'whole' ? `${size / MiB} MiB whole` : `${RANGES} x 1 MiB ranges of ${size / MiB} MiB`;
-      out.push({ scenario: 'downloads', case: what, reps, sides, ratios: { [`MB/s vs ${DIRECT}`]: ratio(sides[0]!.median.mb_s!, sides[1]!.median.mb_s!) } });
+      out.push({ scenario: 'downloads', case: what, reps, sides, ratios: {
+          [`MB/s vs ${DIRECT}`]: ratio(sides[0]!.median.mb_s!, sides[2]!.median.mb_s!),
+          [`MB/s vs ${PROXY}`]: ratio(sides[0]!.median.mb_s!, sides[1]!.median.mb_s!),
+          [`${PROXY} MB/s vs ${DIRECT}`]: ratio(sides[1]!.median.mb_s!, sides[2]!.median.mb_s!),
+        },
+      });
     }
   } finally {
+    await proxy.proc.stop();
     await server.proc.stop();
   }
   return out;
