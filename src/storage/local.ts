@@ -164,7 +164,7 @@ export class LocalObjectStore implements ObjectStore {
       const { size } = await handle.stat();
       if (size < options.offset) throw new Error(`the upload's file holds ${size} bytes, not ${options.offset}`);
       // Bytes past the offset are from an append whose state was never saved.
-      await handle.truncate(options.offset);
+      if (size > options.offset) await handle.truncate(options.offset);
     } catch (err) {
       await handle?.close().catch(() => undefined);
       throw storeError(err, key);

@@ -1,7 +1,7 @@
 import { CreateMultipartUploadCommand, UploadPartCommand, type S3Client } from '@aws-sdk/client-s3';
 import { ObjectStoreError } from './object-store.js';
 
-export interface PartWriterOptions {
+interface PartWriterOptions {
   client: S3Client;
   bucket: string;
   key: string;
@@ -31,12 +31,12 @@ export const storeError = (what: string) => (err: unknown) => {
  */
 export class PartWriter {
   uploadId: string | undefined;
-  /** The part being filled, and how much of it is. */
-  buffer: Buffer;
+  /** How much of the part being filled is. */
   filled = 0;
   /** ETags of the parts this writer sent, in part order from firstPart. */
   readonly etags: string[] = [];
   private readonly spare: Buffer[] = [];
+  private current: Buffer | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private failure: unknown;
   private next: number;
@@ -44,7 +44,19 @@ export class PartWriter {
   constructor(private readonly options: PartWriterOptions) {
     this.uploadId = options.uploadId;
     this.next = options.firstPart;
-    this.buffer = Buffer.allocUnsafeSlow(options.partSize);
+  }
+
+  /**
+   * The part being filled, taken when the first byte comes: a writer whose
+   * body is empty, or that has just sent its last part, holds no buffer.
+   */
+  get buffer(): Buffer {
+    return (this.current ??= this.spare.pop() ?? Buffer.allocUnsafeSlow(this.options.partSize));
+  }
+
+  /** The bytes of the part being filled. */
+  get filledBytes(): Buffer {
+    return this.current ? this.current.subarray(0, this.filled) : Buffer.alloc(0);
   }
 
   /** Copies `chunk` in, sending every part it fills; waits while partsInFlight parts are on their way. */
@@ -70,6 +82,7 @@ export class PartWriter {
     }
     const buffer = this.buffer;
     const length = this.filled;
+    this.current = undefined; // the next write takes a buffer back from the sends, or a new one
     const PartNumber = this.next++;
     const index = PartNumber - this.options.firstPart;
     const sending: Promise<void> = client
@@ -82,10 +95,11 @@ export class PartWriter {
       .finally(() => this.inFlight.delete(sending));
     this.inFlight.add(sending);
     this.filled = 0;
+    // Only once fewer than partsInFlight parts are on their way does the
+    // next write take a buffer: one sent and returned is reused rather than
+    // a new one made.
     while (this.inFlight.size >= partsInFlight && !this.failure) await Promise.race(this.inFlight);
     if (this.failure) throw this.failure;
-    // Only now: a buffer sent and returned is reused rather than a new one made.
-    this.buffer = this.spare.pop() ?? Buffer.allocUnsafeSlow(this.options.partSize);
   }
 
   /** Waits for every part on its way; rejects with the first failure. */

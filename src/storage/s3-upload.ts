@@ -64,7 +64,7 @@ export async function uploadStream(options: StreamUploadOptions): Promise<{ size
     }
     if (!writer.uploadId) {
       await client
-        .send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: writer.buffer.subarray(0, writer.filled), ContentLength: writer.filled, ContentType: 'application/octet-stream' }))
+        .send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: writer.filledBytes, ContentLength: writer.filled, ContentType: 'application/octet-stream' }))
         .catch(storeError('storing the object'));
       return { size };
     }
