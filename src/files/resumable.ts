@@ -177,7 +177,11 @@ export class ResumableUploads {
   private async appendLeased(caller: Caller, row: ResumableRow, token: string, input: AppendInput): Promise<AppendOutcome> {
     const max = caller.plan.maxFileSize;
     const length = this.declaredLength(row, input.length);
-    if (row.offset === length) return this.appendToComplete(caller, row, token, input);
+    // Every byte was stored by an append that knew the length (so the store
+    // has ended its upload). A length declared only now, equal to what is
+    // stored, goes through the store's append like any other request: it is
+    // the store's cue to send its last part.
+    if (row.length !== undefined && row.offset === row.length) return this.appendToComplete(caller, row, token, input);
     const limit = (length ?? max) - row.offset;
     const overLimit = () => (length === undefined ? fileErrors.tooLarge(max) : resumableErrors.lengthExceeded(length));
     if ((length ?? 0) > max || (input.bodySize ?? 0) > limit) {

@@ -98,23 +98,33 @@ export async function appendS3Resumable(
   const s = parse(state);
   const stored = s.etags.length * s.partSize + (s.tail?.size ?? 0);
   if (stored !== options.offset) throw new Error(`resumable state holds ${stored} bytes, not the offset ${options.offset}`);
+  let saved = false;
   const writer = new PartWriter({
     ...ctx,
     key,
     partSize: s.partSize,
     uploadId: s.uploadId,
     firstPart: s.etags.length + 1,
-    onCreated: async (uploadId) => options.onState?.({ ...s, uploadId } as unknown as ResumableState),
+    onCreated: async (uploadId) => {
+      await options.onState?.({ ...s, uploadId } as unknown as ResumableState);
+      saved = true;
+    },
   });
+  // The tail goes first into the first part, read when there is something
+  // to put after it, or when the upload ends here and it is the last part.
+  let tailRead = !s.tail;
+  const readTail = async () => {
+    if (tailRead) return;
+    tailRead = true;
+    writer.filled = await readInto(ctx, tailKey(key, s.tail!.slot), writer.buffer);
+    if (writer.filled !== s.tail!.size) throw new ObjectStoreError(`the tail of ${key} has ${writer.filled} bytes, not ${s.tail!.size}`);
+  };
   let received = 0;
   let interrupted: unknown;
   try {
-    if (s.tail) {
-      writer.filled = await readInto(ctx, tailKey(key, s.tail.slot), writer.buffer);
-      if (writer.filled !== s.tail.size) throw new ObjectStoreError(`the tail of ${key} has ${writer.filled} bytes, not ${s.tail.size}`);
-    }
     try {
       for await (const chunk of body) {
+        await readTail();
         await writer.write(chunk);
         received += chunk.length;
       }
@@ -124,13 +134,17 @@ export async function appendS3Resumable(
       interrupted = err ?? new Error('the body ended early');
     }
     const offset = options.offset + received;
+    // The end of the upload: what is left is its last part, which may be short.
+    const last = offset === options.length && writer.uploadId !== undefined;
+    // Nothing came and nothing ends: the saved state stands as it is.
+    if (received === 0 && !(last && s.tail)) return { state, offset, interrupted };
+    await readTail();
     let tail: S3Resumable['tail'];
-    if (offset === options.length && writer.uploadId) {
-      // The end of the upload: what is left is its last part, which may be short.
+    if (last) {
       if (writer.filled > 0) await writer.sendFilled();
     } else if (writer.filled > 0) {
       const slot = s.tail?.slot === 0 ? 1 : 0;
-      await putObject(ctx, tailKey(key, slot), writer.buffer.subarray(0, writer.filled));
+      await putObject(ctx, tailKey(key, slot), writer.filledBytes);
       tail = { slot, size: writer.filled };
     }
     await writer.drain();
@@ -138,6 +152,11 @@ export async function appendS3Resumable(
     return { state: next as unknown as ResumableState, offset, interrupted };
   } catch (err) {
     await writer.settle();
+    // A multipart upload this append created whose id never reached the
+    // saved state: nothing else knows it, so it goes now.
+    if (writer.uploadId && !s.uploadId && !saved) {
+      await ctx.client.send(new AbortMultipartUploadCommand({ Bucket: ctx.bucket, Key: key, UploadId: writer.uploadId })).catch(() => {});
+    }
     throw err;
   }
 }

@@ -90,6 +90,26 @@ export function resumableContract(getStore: () => ObjectStore): void {
       expect((await readAll(store, key)).equals(data)).to.equal(true);
     });
 
+    it('when a deferred length is declared by an empty last append (the data ended on an earlier append), then the object is complete', async () => {
+      // 6 MiB + 1 with S3's 5 MiB parts: one part stored and a tail of 1 MiB + 1.
+      const data = randomBytes(6 * MiB + 1);
+      const key = newKey();
+      const first = await store.appendResumable(key, saved(await store.startResumable(key, { maxSize: 100 * MiB })), body(data), { offset: 0 });
+      const last = await store.appendResumable(key, saved(first.state), body(Buffer.alloc(0)), { offset: first.offset, length: data.length });
+      expect(last.offset).to.equal(data.length);
+      await store.completeResumable(key, saved(last.state), last.offset);
+      expect((await readAll(store, key)).equals(data)).to.equal(true);
+    });
+
+    it('when an append brings no bytes and ends nothing, then the state it returns is the one it was given', async () => {
+      const data = randomBytes(6 * MiB + 1);
+      const key = newKey();
+      const first = await appendAll(key, data, [data.length]);
+      const empty = await store.appendResumable(key, first.state, body(Buffer.alloc(0)), { offset: first.offset });
+      expect(empty.offset).to.equal(first.offset);
+      expect(saved(empty.state)).to.deep.equal(first.state);
+    });
+
     it('when the body fails midway, then everything it delivered is stored and the next append continues there', async () => {
       const data = randomBytes(13 * MiB);
       const key = newKey();

@@ -96,6 +96,18 @@ describe('resumable uploads (tus)', () => {
           expect(sha(await download(t, created.headers.get('dropstream-public-link')!))).to.equal(sha(data));
         });
 
+        it('when a deferred-length upload ends with an empty PATCH declaring Upload-Length (as tus-js-client does when a stream ends on a chunk boundary), then it becomes the file', async () => {
+          // 6 MiB + 1 with the 5 MiB parts of the S3 tests: a part is stored and a tail of 1 MiB + 1 is left.
+          const data = randomBytes(6 * MiB + 1);
+          const created = await create(t.server.url, key, {});
+          const url = uploadUrl(t.server.url, created);
+          expect((await patch(url, key, 0, data)).headers.get('upload-offset')).to.equal(String(data.length));
+          const last = await patch(url, key, data.length, Buffer.alloc(0), { 'Upload-Length': String(data.length) });
+          expect(last.status).to.equal(204);
+          expect(sha(await download(t, last.headers.get('dropstream-public-link')!))).to.equal(sha(data));
+          expect(await server.leftovers()).to.deep.equal([]);
+        });
+
         it('when a PATCH is cut mid-body, then HEAD reports exactly what was stored and the next PATCH continues there', async () => {
           const data = randomBytes(9 * MiB);
           const created = await create(t.server.url, key, { length: data.length });
