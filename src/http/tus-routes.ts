@@ -136,7 +136,14 @@ export function tusRoutes(router: Router<AuthState>, guard: Middleware<AuthState
         // The upload exists and the client needs its URL to go on, unless it
         // was removed (over the plan's limit).
         if (err instanceof AppError && err.status === 403) throw err;
-        if (err instanceof AppError && err.code === 'upload_aborted') throw err;
+        if (err instanceof AppError && err.code === 'upload_aborted') {
+          // The client left before it could learn the upload's URL, so no
+          // one can continue it: terminate it now, giving its daily slot
+          // back, rather than let it hold the slot until it expires (which
+          // is still what happens if this fails).
+          await resumable.terminate(ctx.state.caller, created.id).catch(() => {});
+          throw err;
+        }
         upload = await resumable.status(ctx.state.caller, created.id);
       }
     }

@@ -52,14 +52,21 @@ export const terminate = (url: string, key: string) => call(url, { method: 'DELE
  * A PATCH whose body is sent in pieces by the test: `send` writes bytes,
  * `cut` destroys the connection mid-body, `end` finishes it.
  */
-export function streamingPatch(url: string, key: string, offset: number, contentLength?: number) {
+export const streamingPatch = (url: string, key: string, offset: number, contentLength?: number) =>
+  streamingRequest(url, key, 'PATCH', { 'Upload-Offset': String(offset) }, contentLength);
+
+/** A creation request with its body (creation-with-upload), sent in pieces as streamingPatch's. */
+export const streamingCreate = (baseUrl: string, key: string, length: number, contentLength?: number) =>
+  streamingRequest(`${baseUrl}/api/v1/uploads`, key, 'POST', { 'Upload-Length': String(length), 'Upload-Metadata': metadata({ filename: 'data.bin' }) }, contentLength);
+
+function streamingRequest(url: string, key: string, method: string, headers: Record<string, string>, contentLength?: number) {
   const req = request(url, {
-    method: 'PATCH',
+    method,
     headers: {
       Authorization: `Bearer ${key}`,
       ...TUS,
       ...OCTETS,
-      'Upload-Offset': String(offset),
+      ...headers,
       ...(contentLength === undefined ? {} : { 'Content-Length': String(contentLength) }),
     },
   });

@@ -9,7 +9,7 @@ import { eventually, sleep } from '../helpers/raw-upload.js';
 import { backends } from '../helpers/databases.js';
 import type { TestServer } from '../helpers/server.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
-import { create, download, head, patch, streamingPatch, terminate, TUS, tusServer, uploadUrl } from '../helpers/tus.js';
+import { create, download, head, patch, streamingCreate, streamingPatch, terminate, TUS, tusServer, uploadUrl } from '../helpers/tus.js';
 
 const MiB = 1024 * 1024;
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -184,6 +184,18 @@ describe('resumable uploads (tus)', () => {
           expect((await terminate(url, apiKey)).status).to.equal(404);
           expect(await server.leftovers()).to.deep.equal([]);
           expect((await create(t.server.url, apiKey, { length: 1 })).status).to.equal(201);
+        });
+
+        it('when the client leaves during a creation-with-upload body (it never learnt the URL), then the upload is terminated: its bytes are gone and its slot comes back', async () => {
+          await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
+          const { apiKey } = await t.account('tus-one');
+          const req = streamingCreate(t.server.url, apiKey, 8 * MiB, 8 * MiB);
+          await req.send(randomBytes(6 * MiB + 7));
+          await sleep(300);
+          req.cut();
+          const again = await eventually(() => create(t.server.url, apiKey, { length: 1 }), (r) => r.status === 201);
+          expect(again.status).to.equal(201);
+          expect(await server.leftovers()).to.deep.equal([]);
         });
 
         it('when a finished upload is terminated, then 409 upload_complete and the file stays', async () => {
