@@ -12,11 +12,12 @@ import type { ObjectStore } from '../storage/object-store.js';
 import { fileErrors } from './errors.js';
 import { commitFile } from './file-rows.js';
 import { cleanFilename } from './filename.js';
-import type { UploadQuota } from './quota.js';
+import { utcDay, type UploadQuota } from './quota.js';
 import { newStorageKey, type FileRecord } from './record.js';
 import { hasher, writeBody, type AppendInput } from './resumable-body.js';
 import { resumableErrors } from './resumable-errors.js';
 import { newUploadId, ResumableRecords, type ResumableRow } from './resumable-records.js';
+import { maxUploadSize } from './upload.js';
 
 export interface ResumableOptions {
   prisma: PrismaClient;
@@ -96,7 +97,7 @@ export class ResumableUploads {
   async create(caller: Caller, input: { length?: number; rawFilename: string }): Promise<UploadStatus> {
     const { store, quota, onCleanupError } = this.options;
     const filename = cleanFilename(input.rawFilename);
-    const max = caller.plan.maxFileSize;
+    const max = this.maxSize(caller);
     if (input.length !== undefined && input.length > max) throw fileErrors.tooLarge(max);
     const day = await quota.take(caller.accountId, caller.plan.dailyUploads);
     if (!day) throw fileErrors.dailyUploadLimit(caller.plan.dailyUploads);
@@ -143,6 +144,11 @@ export class ResumableUploads {
     return statusOf(view);
   }
 
+  /** The largest upload `caller` may make (Tus-Max-Size): the plan's, within what the store holds, as for a plain upload. */
+  maxSize(caller: Caller): number {
+    return maxUploadSize(caller, this.options.store);
+  }
+
   /** Writes `input.body` at `input.offset` (PATCH). */
   async append(caller: Caller, id: string, input: AppendInput): Promise<AppendOutcome> {
     const { records } = this;
@@ -175,7 +181,7 @@ export class ResumableUploads {
   }
 
   private async appendLeased(caller: Caller, row: ResumableRow, token: string, input: AppendInput): Promise<AppendOutcome> {
-    const max = caller.plan.maxFileSize;
+    const max = this.maxSize(caller);
     const length = this.declaredLength(row, input.length);
     // Every byte was stored by an append that knew the length (so the store
     // has ended its upload). A length declared only now, equal to what is
@@ -298,7 +304,7 @@ export class ResumableUploads {
       return 'failed';
     }
     const { accountId, quotaDay } = claimed.pending;
-    if (accountId && quotaDay) await quota.release(accountId, quotaDay.toISOString().slice(0, 10));
+    if (accountId && quotaDay) await quota.release(accountId, utcDay(quotaDay));
     return 'removed';
   }
 }

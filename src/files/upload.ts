@@ -9,6 +9,13 @@ import type { PendingObjects } from './pending.js';
 import { commitFile } from './file-rows.js';
 import { newStorageKey, type FileRecord } from './record.js';
 
+/**
+ * The largest file `caller` may upload into `store`. Plans are checked
+ * against the store when set, but one set before a move to a smaller store
+ * must still be refused before the store is.
+ */
+export const maxUploadSize = (caller: Caller, store: ObjectStore) => Math.min(caller.plan.maxFileSize, store.maxObjectSize);
+
 interface Stored {
   filename: string;
   size: number;
@@ -51,9 +58,7 @@ export class Upload {
 
   private async write(rawFilename: string, body: Readable): Promise<Stored> {
     const filename = cleanFilename(rawFilename);
-    // Plans are checked against the store when set, but one set before a
-    // move to a smaller store must still be refused before the store is.
-    const limit = Math.min(this.caller.plan.maxFileSize, this.store.maxObjectSize);
+    const limit = maxUploadSize(this.caller, this.store);
     const counter = new ByteCounter(limit, () => fileErrors.tooLarge(limit));
     const heartbeat = setInterval(() => this.pending.touch(this.key).catch(this.onCleanupError), HEARTBEAT_MS).unref();
     try {

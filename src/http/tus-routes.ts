@@ -104,7 +104,7 @@ export function tusRoutes(router: Router<AuthState>, guard: Middleware<AuthState
     ctx.set({
       'Tus-Version': TUS_VERSION,
       'Tus-Extension': TUS_EXTENSIONS,
-      'Tus-Max-Size': String(ctx.state.caller.plan.maxFileSize),
+      'Tus-Max-Size': String(resumable.maxSize(ctx.state.caller)),
       'Tus-Checksum-Algorithm': 'sha256',
     });
   });
