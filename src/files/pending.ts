@@ -1,5 +1,5 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
-import type { UploadQuota } from './quota.js';
+import { utcDay, type UploadQuota } from './quota.js';
 
 /** What the pending_objects table is for; see prisma/schema.prisma. */
 export type PendingReason = 'upload' | 'delete';
@@ -49,6 +49,6 @@ export class PendingObjects {
           where: { storageKey, accountId: row.accountId },
           data: { accountId: null, quotaDay: null },
         });
-    if (claimed.count === 1) await this.quota.release(row.accountId, row.quotaDay.toISOString().slice(0, 10));
+    if (claimed.count === 1) await this.quota.release(row.accountId, utcDay(row.quotaDay));
   }
 }

@@ -208,9 +208,4 @@ export class ResumableRecords {
     });
     return rows.map((r) => r.id);
   }
-
-  /** Uploads not yet files, for the metrics. */
-  async countOpen(): Promise<number> {
-    return this.prisma.pendingObject.count({ where: { reason: 'resumable' } });
-  }
 }

@@ -1,6 +1,6 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore, OpenUpload } from '../storage/object-store.js';
-import type { UploadQuota } from './quota.js';
+import { utcDay, type UploadQuota } from './quota.js';
 import type { ResumableUploads } from './resumable.js';
 
 export interface SweepResult {
@@ -78,7 +78,7 @@ export class Sweeper {
         continue;
       }
       result.uploads += 1;
-      if (row.accountId && row.quotaDay) await this.quota.release(row.accountId, row.quotaDay.toISOString().slice(0, 10));
+      if (row.accountId && row.quotaDay) await this.quota.release(row.accountId, utcDay(row.quotaDay));
     }
   }
 

@@ -5,7 +5,7 @@ import { AppError } from '../errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
 import type { Metrics } from '../metrics.js';
-import { nextThen, setLimitHeaders } from './rate-limit.js';
+import { nextThen, setLimitHeaders, tooManyFailures } from './rate-limit.js';
 
 export interface AuthState {
   caller: Caller;
@@ -32,21 +32,16 @@ export interface ApiGuardDeps {
  * responses do not count against the plan (a route's 403 gives its points back).
  */
 export function apiGuard({ accounts, requestLimits, authFailures, metrics }: ApiGuardDeps): Middleware<AuthState> {
-  const tooManyFailures = (seconds: number) => {
-    metrics?.rateLimitRefusals.inc({ reason: `${authFailures.options.name}_failures` });
-    return new AppError(429, 'too_many_failures', 'Too many failed requests from this address; try again later', {
-      'Retry-After': String(seconds),
-    });
-  };
+  const refused = (seconds: number) => tooManyFailures(authFailures, seconds, metrics);
   /** A 401 counts as a failure of the address, and may be the one that puts it over. */
   const unauthorized = async (address: string, error: AppError) => {
     const wait = await authFailures.fail(address).catch(() => 0);
-    return wait > 0 ? tooManyFailures(wait) : error;
+    return wait > 0 ? refused(wait) : error;
   };
 
   return async (ctx, next) => {
     const known = authFailures.knownWaitSeconds(ctx.ip);
-    if (known > 0) throw tooManyFailures(known);
+    if (known > 0) throw refused(known);
     const header = ctx.get('Authorization');
     if (!header) throw await unauthorized(ctx.ip, accountErrors.missingKey());
     const key = BEARER.exec(header)?.[1];
@@ -54,11 +49,11 @@ export function apiGuard({ accounts, requestLimits, authFailures, metrics }: Api
     if (!caller) throw await unauthorized(ctx.ip, accountErrors.invalidKey());
     if (!caller.plan.apiAccess) {
       const wait = await authFailures.waitSeconds(ctx.ip);
-      throw wait > 0 ? tooManyFailures(wait) : accountErrors.planWithoutApi(caller.plan.name);
+      throw wait > 0 ? refused(wait) : accountErrors.planWithoutApi(caller.plan.name);
     }
 
     const decision = await requestLimits.take(caller.accountId, caller.plan, ctx.ip);
-    if ('failureWaitSeconds' in decision) throw tooManyFailures(decision.failureWaitSeconds);
+    if ('failureWaitSeconds' in decision) throw refused(decision.failureWaitSeconds);
     ctx.state.caller = caller;
     const window = setLimitHeaders(ctx, decision);
     if (!decision.allowed) {

@@ -10,6 +10,7 @@ import type { ByteRange, ObjectStore } from '../storage/object-store.js';
 import type { Metrics } from '../metrics.js';
 import { attachment } from './attachment.js';
 import { exactBody } from './download-body.js';
+import { tooManyFailures } from './rate-limit.js';
 
 export interface DownloadDeps {
   files: FileService;
@@ -74,13 +75,10 @@ export function downloadRoutes({ files, store, tokenFailures, metrics, onCountEr
       TOKEN.test(token) ? files.findByLinkToken(token) : Promise.resolve(undefined),
     ]);
     if (check.status === 'rejected') throw check.reason;
-    if (check.value > 0) {
-      metrics?.rateLimitRefusals.inc({ reason: `${tokenFailures.options.name}_failures` });
-      throw new AppError(429, 'too_many_failures', 'Too many failed requests from this address; try again later', { 'Retry-After': String(check.value) });
-    }
+    if (check.value > 0) throw tooManyFailures(tokenFailures, check.value, metrics);
     if (lookup.status === 'rejected') throw lookup.reason;
     if (lookup.value) return lookup.value;
-    await tokenFailures.record(ctx.ip).catch(() => {});
+    await tokenFailures.fail(ctx.ip).catch(() => 0);
     throw fileErrors.notFound();
   }
 

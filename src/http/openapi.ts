@@ -63,7 +63,7 @@ export const count = (description: string): Schema => ({ type: 'integer', format
 export const bytes = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description: `${description}, in bytes` });
 export const ok: Schema = { type: 'boolean', const: true };
 export const codes = (...names: string[]) => names.map((c) => `\`${c}\``).join(', ');
-export const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 export const API_KEY = [{ bearerAuth: [] }];
 const PUBLIC: Operation['security'] = [];

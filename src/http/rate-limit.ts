@@ -1,6 +1,14 @@
 import type { Context, Next } from 'koa';
 import { AppError } from '../errors.js';
+import type { FailureLimits } from '../limits/failure-limits.js';
 import type { LimitDecision, WindowState } from '../limits/request-limits.js';
+import type { Metrics } from '../metrics.js';
+
+/** 429 for an address over `limits` (bad keys, unknown links) for `seconds` more; counted in the metrics. */
+export function tooManyFailures(limits: FailureLimits, seconds: number, metrics?: Metrics): AppError {
+  metrics?.rateLimitRefusals.inc({ reason: `${limits.options.name}_failures` });
+  return new AppError(429, 'too_many_failures', 'Too many failed requests from this address; try again later', { 'Retry-After': String(seconds) });
+}
 
 /** Runs the rest of the chain, then `after` with the status the response gets (a thrown AppError's, or 500). */
 export async function nextThen(ctx: Context, next: Next, after: (status: number) => Promise<void>): Promise<void> {

@@ -45,15 +45,7 @@ export class FailureLimits {
 
   /** Seconds the address must wait, or 0 when it may try (one round trip unless it is known to be refused). */
   async waitSeconds(address: string): Promise<number> {
-    const known = this.knownWaitSeconds(address);
-    if (known) return known;
-    const res = await this.limiter.get(address);
-    if (!res || res.consumedPoints < this.options.failures) return 0;
-    return this.remember(address, res.msBeforeNext);
-  }
-
-  async record(address: string): Promise<void> {
-    await this.limiter.penalty(address);
+    return this.knownWaitSeconds(address) || this.waitFrom(this.limiter, address);
   }
 
   /**
@@ -88,7 +80,11 @@ export class FailureLimits {
 
   /** Seconds to wait by the in-memory counts alone (while Redis is away). */
   async waitSecondsInMemory(address: string): Promise<number> {
-    const res = await this.memory.get(address);
+    return this.waitFrom(this.memory, address);
+  }
+
+  private async waitFrom(limiter: RateLimiterAbstract, address: string): Promise<number> {
+    const res = await limiter.get(address);
     if (!res || res.consumedPoints < this.options.failures) return 0;
     return this.remember(address, res.msBeforeNext);
   }

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { Plan } from '../accounts/plans.js';
 import type { FailureLimits } from './failure-limits.js';
+import { redisReady } from './redis.js';
 
 /** One window's state after a request, for the response headers. */
 export interface WindowState {
@@ -140,7 +141,7 @@ export class RequestLimits {
   async take(accountId: number, plan: Plan, address: string): Promise<LimitDecision | FailureRefusal> {
     const now = this.clock();
     const dayKey = `${accountId}:${utcDay(now)}`;
-    if (this.redis?.status === 'ready') {
+    if (this.redis && redisReady(this.redis)) {
       const reply = await this.redis
         .dropstreamTake(
           this.failures.storeKey(address),
