@@ -148,6 +148,34 @@ describe('dropstream upload and download', () => {
     }
   });
 
+  it('when a resumable upload is interrupted with Ctrl-C, then the CLI says so and terminates the upload: its daily slot comes back', async () => {
+    await t.plan('one-tus', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 1024 * 1024 * 1024, daily_uploads: 1 });
+    const { apiKey } = await t.account('one-tus');
+    const dir = await folder();
+    const big = join(dir, 'big.bin');
+    await writeFile(big, randomBytes(24 * 1024 * 1024));
+    // A proxy that passes 6 MiB and then holds the rest: the upload is mid-way when Ctrl-C comes.
+    const proxy = await startCuttingProxy(t.server.url, [], { stallAfter: 6 * 1024 * 1024 });
+    try {
+      const child = spawn(process.execPath, [bin, 'upload', big, '--server', proxy.url, '--key', apiKey, '--resumable'], { env: baseEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      const closed = once(child, 'close');
+      await proxy.stalled();
+      child.kill('SIGINT');
+      const [code] = (await closed) as [number | null];
+      expect(code).to.equal(1);
+      expect(stderr).to.equal('dropstream: interrupted\n');
+      const created = await fetch(`${t.server.url}/api/v1/uploads`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${apiKey}`, 'Tus-Resumable': '1.0.0', 'Upload-Length': '1', 'Upload-Metadata': `filename ${Buffer.from('a.bin').toString('base64')}` },
+      });
+      expect(created.status, 'a new upload: the slot came back').to.equal(201);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it("when a resumable upload is refused (over the plan's limit), then one error line names the code", async () => {
     await t.plan('tiny-tus', { api_access: true, requests_per_minute: 100, requests_per_day: 100, max_file_size: 10, daily_uploads: 10 });
     const { apiKey } = await t.account('tiny-tus');

@@ -7,6 +7,7 @@ import { basename } from 'node:path';
 import { DetailedError, Upload } from 'tus-js-client';
 import { CliError } from './admin-client.js';
 import { createProgress } from './progress.js';
+import { networkError, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
 
 /** Files from this size on go resumable unless --plain is given. */
 export const RESUMABLE_THRESHOLD = 64 * 1024 * 1024;
@@ -15,15 +16,12 @@ export const RESUMABLE_THRESHOLD = 64 * 1024 * 1024;
 const RETRY_DELAYS = [0, 1_000, 3_000, 5_000, 10_000, 20_000, 30_000, 60_000, 60_000, 60_000];
 
 export interface ResumableUploadOptions {
-  /** The API's base, e.g. http://host:3000 (with any path prefix). */
-  server: string;
+  /** Where uploads are created: the API's /api/v1/uploads. */
+  endpoint: URL;
   key: string;
   path: string;
   size: number;
   showProgress: boolean;
-  /** Turns an error answer into our one-line error. */
-  responseError: (status: number, body: string) => CliError;
-  networkError: (err: unknown) => CliError;
 }
 
 /** Retried: no answer at all, 5xx, 409/423 (another request still holds the upload), 429 (rate limit). */
@@ -32,52 +30,83 @@ function retryable(err: DetailedError): boolean {
   return status === undefined || status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
 }
 
+/**
+ * Sends the file with tus; resolves with the upload's URL. An upload given
+ * up on (retries spent, an error answer, Ctrl-C) is terminated: this client
+ * keeps no upload URLs between runs, so nothing could continue it, and it
+ * would hold a daily upload slot until it expired.
+ */
+async function send(options: ResumableUploadOptions, onProgress: (sent: number) => void, onResumed: (offset: number) => void): Promise<string> {
+  const { endpoint, key, path, size } = options;
+  let upload: Upload | undefined;
+  const finished: Promise<string> = new Promise((resolve, reject) => {
+    upload = new Upload(createReadStream(path), {
+      endpoint: endpoint.href,
+      headers: { Authorization: `Bearer ${key}` },
+      metadata: { filename: basename(path) },
+      uploadSize: size,
+      retryDelays: RETRY_DELAYS,
+      onShouldRetry: (err) => retryable(err as DetailedError),
+      onProgress,
+      onAfterResponse: (req, res) => {
+        const offset = Number(res.getHeader('Upload-Offset'));
+        if (req.getMethod() === 'HEAD' && res.getStatus() === 200 && offset > 0) onResumed(offset);
+      },
+      onError: reject,
+      onSuccess: () => resolve(upload!.url!),
+    });
+    upload.start();
+  });
+  // Ctrl-C: give the upload up (terminated below) rather than leave it half done.
+  let onInterrupt = () => {};
+  const interrupted = new Promise<never>((_, reject) => {
+    onInterrupt = () => reject(new CliError('interrupted'));
+    process.once('SIGINT', onInterrupt);
+  });
+  try {
+    return await Promise.race([finished, interrupted]);
+  } catch (err) {
+    if (upload?.url) await upload.abort(true).catch(() => {});
+    else await upload?.abort(false).catch(() => {});
+    throw err;
+  } finally {
+    process.off('SIGINT', onInterrupt);
+  }
+}
+
+/** The public link of the file the upload became; while another request is still finishing it, file is null. */
+async function linkOf(uploadUrl: URL, key: string): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    const req = startRequest(uploadUrl, { headers: { Authorization: `Bearer ${key}` } });
+    req.end();
+    const res = await responseOf(req);
+    const body = await readBody(res);
+    let link: unknown;
+    try {
+      link = JSON.parse(body)?.file?.public_link;
+    } catch {
+      link = undefined;
+    }
+    if (res.statusCode === 200 && typeof link === 'string') return link;
+    if (res.statusCode !== 200 || attempt === 10) throw responseError(res.statusCode ?? 0, body);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
 /** Uploads the file; resolves with its public link. */
 export async function resumableUpload(options: ResumableUploadOptions): Promise<string> {
-  const { server, key, path, size } = options;
+  const { endpoint, key, path, size } = options;
   const progress = createProgress({ enabled: options.showProgress, total: size });
-  const headers = { Authorization: `Bearer ${key}` };
   try {
-    const uploadUrl = await new Promise<string>((resolve, reject) => {
-      const upload = new Upload(createReadStream(path), {
-        endpoint: `${server}/api/v1/uploads`,
-        headers,
-        metadata: { filename: basename(path) },
-        uploadSize: size,
-        retryDelays: RETRY_DELAYS,
-        onShouldRetry: (err) => retryable(err as DetailedError),
-        onProgress: (sent) => progress.update(sent),
-        onAfterResponse: (req, res) => {
-          const offset = Number(res.getHeader('Upload-Offset'));
-          if (req.getMethod() === 'HEAD' && res.getStatus() === 200 && offset > 0) progress.resumed(offset);
-        },
-        onError: reject,
-        onSuccess: () => resolve(upload.url!),
-      });
-      upload.start();
-    });
-    // The upload URL answers with the file it became, whichever request
-    // finished it; while another request is still finishing it, file is null.
-    for (let attempt = 1; ; attempt++) {
-      const res = await fetch(uploadUrl, { headers });
-      const body = await res.text();
-      let link: unknown;
-      try {
-        link = JSON.parse(body)?.file?.public_link;
-      } catch {
-        link = undefined;
-      }
-      if (res.status === 200 && typeof link === 'string') return link;
-      if (res.status !== 200 || attempt === 10) throw options.responseError(res.status, body);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
+    const uploadUrl = await send(options, (sent) => progress.update(sent), (offset) => progress.resumed(offset));
+    return await linkOf(new URL(uploadUrl), key);
   } catch (err) {
     if (err instanceof CliError) throw err;
     if (err instanceof DetailedError && err.originalResponse) {
-      throw options.responseError(err.originalResponse.getStatus(), err.originalResponse.getBody() ?? '');
+      throw responseError(err.originalResponse.getStatus(), err.originalResponse.getBody() ?? '');
     }
     if ((err as NodeJS.ErrnoException).path === path) throw new CliError(`cannot read ${path} (${(err as NodeJS.ErrnoException).code})`);
-    throw options.networkError((err as DetailedError).causingError ?? err);
+    throw networkError((err as DetailedError).causingError ?? err, endpoint);
   } finally {
     progress.finish();
   }

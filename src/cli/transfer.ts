@@ -78,25 +78,17 @@ async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const key = values.key || env.DROPSTREAM_API_KEY;
   if (!key) throw new CliError('no API key: pass --key or set DROPSTREAM_API_KEY');
   const size = await regularFileSize(path);
+  const showProgress = values.progress === true || process.stderr.isTTY === true;
   // Large files go resumable (tus): a cut connection costs a retry, not the upload.
   if (values.resumable || (!values.plain && size >= RESUMABLE_THRESHOLD)) {
-    const base = apiUrl(server, '');
-    const link = await resumableUpload({
-      server: base.href.replace(/\/+$/, ''),
-      key,
-      path,
-      size,
-      showProgress: values.progress === true || process.stderr.isTTY === true,
-      responseError,
-      networkError: (err) => networkError(err, base),
-    });
+    const link = await resumableUpload({ endpoint: apiUrl(server, '/api/v1/uploads'), key, path, size, showProgress });
     process.stdout.write(`${link}\n`);
     return;
   }
   const { contentType, head, tail } = multipartFraming(basename(path));
   const url = apiUrl(server, '/api/v1/files/upload');
 
-  const progress = createProgress({ enabled: values.progress === true || process.stderr.isTTY === true, total: size });
+  const progress = createProgress({ enabled: showProgress, total: size });
   const req = startRequest(url, {
     method: 'POST',
     headers: { Authorization: `Bearer ${key}`, 'Content-Type': contentType, 'Content-Length': head.length + size + tail.length },

@@ -1,5 +1,7 @@
 // A TCP proxy that cuts every open connection when the bytes it has relayed
-// from clients pass given counts: a network that fails mid-upload.
+// from clients pass given counts: a network that fails mid-upload. With
+// `stallAfter`, the connection that passes that count relays nothing more
+// (a network that hangs); later connections pass.
 import { once } from 'node:events';
 import { createServer, connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -10,15 +12,19 @@ export interface CuttingProxy {
   relayed(): number;
   /** Cuts made so far. */
   cuts(): number;
+  /** Resolves once a connection has stalled (`stallAfter`). */
+  stalled(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startCuttingProxy(target: string, cutAt: number[]): Promise<CuttingProxy> {
+export async function startCuttingProxy(target: string, cutAt: number[], { stallAfter }: { stallAfter?: number } = {}): Promise<CuttingProxy> {
   const { hostname, port } = new URL(target);
   const pending = [...cutAt].sort((a, b) => a - b);
   const sockets = new Set<Socket>();
   let relayed = 0;
   let cuts = 0;
+  let stall: (() => void) | undefined;
+  const stalled = new Promise<void>((resolve) => (stall = resolve));
   const server = createServer((client) => {
     const upstream = connect(Number(port), hostname);
     for (const socket of [client, upstream]) {
@@ -38,6 +44,14 @@ export async function startCuttingProxy(target: string, cutAt: number[]): Promis
         for (const socket of sockets) socket.destroy();
         return;
       }
+      if (stallAfter !== undefined && stall && relayed >= stallAfter) {
+        stall();
+        stall = undefined;
+        // Read on (so the client's hang-up is seen) but relay nothing more.
+        client.removeAllListeners('data');
+        client.on('data', () => {});
+        return;
+      }
       if (!upstream.write(chunk)) client.pause();
     });
     upstream.on('drain', () => client.resume());
@@ -49,6 +63,7 @@ export async function startCuttingProxy(target: string, cutAt: number[]): Promis
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     relayed: () => relayed,
     cuts: () => cuts,
+    stalled: () => stalled,
     async close() {
       for (const socket of sockets) socket.destroy();
       server.close();
