@@ -26,7 +26,6 @@ export async function appendAt(
   offset: number,
   storeError: (err: unknown) => ObjectStoreError,
 ): Promise<{ offset: number; interrupted?: unknown }> {
-  let position = offset;
   let interrupted: unknown;
   let writing: Promise<void> = Promise.resolve();
   let syncing: Promise<void> = Promise.resolve();
@@ -34,7 +33,8 @@ export async function appendAt(
   let batched = 0;
   let writeAt = offset;
   let unsynced = 0;
-  const flush = () => {
+  /** Queues the batch's write; a sync too once SYNC_EVERY bytes are unsynced, unless the final sync follows anyway. */
+  const flush = (last = false) => {
     const buffers = batch;
     const at = writeAt;
     writeAt += batched;
@@ -42,7 +42,7 @@ export async function appendAt(
     batch = [];
     batched = 0;
     writing = writing.then(() => writeAll(handle, buffers, at));
-    if (unsynced >= SYNC_EVERY) {
+    if (!last && unsynced >= SYNC_EVERY) {
       unsynced = 0;
       const written = writing;
       syncing = Promise.all([syncing, written]).then(() => handle.datasync());
@@ -54,7 +54,6 @@ export async function appendAt(
       for await (const chunk of body) {
         batch.push(chunk);
         batched += chunk.length;
-        position += chunk.length;
         if (batched >= BATCH) {
           await writing.catch((err: unknown) => {
             throw storeError(err);
@@ -67,16 +66,17 @@ export async function appendAt(
       if (err instanceof ObjectStoreError) throw err;
       interrupted = err ?? new Error('the body ended early');
     }
-    flush();
+    flush(true);
     await Promise.all([writing, syncing]);
-    await handle.datasync();
+    // An append that wrote nothing has nothing to make durable.
+    if (writeAt > offset) await handle.datasync();
   } catch (err) {
     throw err instanceof ObjectStoreError ? err : storeError(err);
   } finally {
     // Nothing may write to the file once the append has answered.
     await Promise.allSettled([writing, syncing]);
   }
-  return { offset: position, interrupted };
+  return { offset: writeAt, interrupted };
 }
 
 /** Writes every byte of `buffers` at `position` (writev may write less than asked). */
