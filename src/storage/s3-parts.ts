@@ -1,5 +1,24 @@
-import { CreateMultipartUploadCommand, UploadPartCommand, type S3Client } from '@aws-sdk/client-s3';
+// The S3 calls the plain uploads (s3-upload.ts), the resumable ones
+// (s3-resumable.ts) and the store (s3.ts) share: the part writer, and the
+// object and multipart-upload commands with the errors they tolerate.
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3ServiceException,
+  UploadPartCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { ObjectStoreError } from './object-store.js';
+
+/** A bucket, through a client: what every S3 call below needs. */
+export interface S3Bucket {
+  client: S3Client;
+  bucket: string;
+}
 
 interface PartWriterOptions {
   client: S3Client;
@@ -20,6 +39,56 @@ interface PartWriterOptions {
 export const storeError = (what: string) => (err: unknown) => {
   throw new ObjectStoreError(`${what} failed`, { cause: err });
 };
+
+/** Whether S3 says the object is not there (or, with `codes`, the upload). */
+export const isMissing = (err: unknown, codes: readonly string[] = ['NoSuchKey', 'NotFound']) =>
+  err instanceof S3ServiceException && (codes.includes(err.name) || err.$metadata.httpStatusCode === 404);
+
+/** One object from one buffer. */
+export async function putObject({ client, bucket }: S3Bucket, key: string, body: Buffer, what = 'storing the object'): Promise<void> {
+  await client
+    .send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length, ContentType: 'application/octet-stream' }))
+    .catch(storeError(what));
+}
+
+/** Completes a multipart upload of the parts whose ETags are `etags`, part 1 first. */
+export async function completeParts({ client, bucket }: S3Bucket, key: string, uploadId: string, etags: readonly string[]): Promise<void> {
+  await client
+    .send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId: uploadId,
+        MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) },
+      }),
+    )
+    .catch(storeError('completing the multipart upload'));
+}
+
+/** Aborts a multipart upload; one already aborted (or completed) is what was wanted. */
+export async function abortParts({ client, bucket }: S3Bucket, key: string, uploadId: string): Promise<void> {
+  await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId })).catch((err: unknown) => {
+    if (!isMissing(err, ['NoSuchUpload'])) throw new ObjectStoreError('aborting a multipart upload failed', { cause: err });
+  });
+}
+
+/** Deletes an object; one not there is what was wanted. */
+export async function deleteObject({ client, bucket }: S3Bucket, key: string): Promise<void> {
+  await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })).catch((err: unknown) => {
+    if (!isMissing(err)) throw new ObjectStoreError('deleting from the object store failed', { cause: err });
+  });
+}
+
+/** The object's size, undefined when it is not there. */
+export async function objectSize({ client, bucket }: S3Bucket, key: string): Promise<number | undefined> {
+  try {
+    const res = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    return res.ContentLength ?? 0;
+  } catch (err) {
+    if (isMissing(err)) return undefined;
+    throw new ObjectStoreError('reading from the object store failed', { cause: err });
+  }
+}
 
 /**
  * Copies bytes into fixed part buffers, allocated once and reused, and sends

@@ -5,19 +5,10 @@
 // first part buffer by the next append: never on our disk, never in memory
 // between requests. Part ETags live in the state (in our database), since
 // not every S3 implementation has ListParts (s3rver has not).
-import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3ServiceException,
-  type S3Client,
-} from '@aws-sdk/client-s3';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { ObjectStoreError } from './object-store.js';
 import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
-import { PartWriter, storeError } from './s3-parts.js';
+import { abortParts, completeParts, deleteObject, isMissing, objectSize, PartWriter, putObject, storeError, type S3Bucket } from './s3-parts.js';
 
 /** The S3 store's ResumableState. */
 interface S3Resumable {
@@ -35,16 +26,11 @@ interface S3Resumable {
   tail?: { slot: 0 | 1; size: number };
 }
 
-export interface S3ResumableContext {
-  client: S3Client;
-  bucket: string;
+export interface S3ResumableContext extends S3Bucket {
   partsInFlight: number;
 }
 
 const tailKey = (key: string, slot: 0 | 1) => `${key}.tail${slot}`;
-
-const isMissing = (err: unknown, names: string[]) =>
-  err instanceof S3ServiceException && (names.includes(err.name) || err.$metadata.httpStatusCode === 404);
 
 function parse(state: ResumableState): S3Resumable {
   const s = state as unknown as S3Resumable;
@@ -68,21 +54,7 @@ async function readInto(ctx: S3ResumableContext, key: string, into: Buffer): Pro
   return length;
 }
 
-async function putObject(ctx: S3ResumableContext, key: string, body: Buffer): Promise<void> {
-  await ctx.client
-    .send(new PutObjectCommand({ Bucket: ctx.bucket, Key: key, Body: body, ContentLength: body.length, ContentType: 'application/octet-stream' }))
-    .catch(storeError('storing an object'));
-}
-
-async function deleteTails(ctx: S3ResumableContext, key: string): Promise<void> {
-  await Promise.all(
-    ([0, 1] as const).map((slot) =>
-      ctx.client.send(new DeleteObjectCommand({ Bucket: ctx.bucket, Key: tailKey(key, slot) })).catch((err: unknown) => {
-        if (!isMissing(err, ['NoSuchKey', 'NotFound'])) throw new ObjectStoreError('deleting the tail of an upload failed', { cause: err });
-      }),
-    ),
-  );
-}
+const deleteTails = (ctx: S3ResumableContext, key: string) => Promise.all(([0, 1] as const).map((slot) => deleteObject(ctx, tailKey(key, slot))));
 
 export function startS3Resumable(partSize: number): ResumableState {
   return { partSize, etags: [] } satisfies S3Resumable as unknown as ResumableState;
@@ -144,7 +116,7 @@ export async function appendS3Resumable(
       if (writer.filled > 0) await writer.sendFilled();
     } else if (writer.filled > 0) {
       const slot = s.tail?.slot === 0 ? 1 : 0;
-      await putObject(ctx, tailKey(key, slot), writer.filledBytes);
+      await putObject(ctx, tailKey(key, slot), writer.filledBytes, 'storing the tail of an upload');
       tail = { slot, size: writer.filled };
     }
     await writer.drain();
@@ -155,7 +127,7 @@ export async function appendS3Resumable(
     // A multipart upload this append created whose id never reached the
     // saved state: nothing else knows it, so it goes now.
     if (writer.uploadId && !s.uploadId && !saved) {
-      await ctx.client.send(new AbortMultipartUploadCommand({ Bucket: ctx.bucket, Key: key, UploadId: writer.uploadId })).catch(() => {});
+      await abortParts(ctx, key, writer.uploadId).catch(() => {});
     }
     throw err;
   }
@@ -163,25 +135,15 @@ export async function appendS3Resumable(
 
 export async function completeS3Resumable(ctx: S3ResumableContext, key: string, state: ResumableState, offset: number): Promise<void> {
   const s = parse(state);
-  const done = async () => {
-    const head = await ctx.client.send(new HeadObjectCommand({ Bucket: ctx.bucket, Key: key })).catch(() => undefined);
-    return head?.ContentLength === offset;
-  };
+  const done = async () => (await objectSize(ctx, key).catch(() => undefined)) === offset;
   if (s.uploadId) {
     if (s.tail) throw new Error('completing an upload whose last part was never sent');
     try {
-      await ctx.client.send(
-        new CompleteMultipartUploadCommand({
-          Bucket: ctx.bucket,
-          Key: key,
-          UploadId: s.uploadId,
-          MultipartUpload: { Parts: s.etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) },
-        }),
-      );
+      await completeParts(ctx, key, s.uploadId, s.etags);
     } catch (err) {
       // Completed before (a retry after the answer was lost): the upload is
       // gone (NoSuchUpload; s3rver answers InternalError) and the object is there.
-      if (!(await done())) throw new ObjectStoreError('completing a multipart upload failed', { cause: err });
+      if (!(await done())) throw err;
     }
   } else {
     // Smaller than one part: the object is the tail, copied through memory (at most one part).
@@ -190,7 +152,7 @@ export async function completeS3Resumable(ctx: S3ResumableContext, key: string, 
     try {
       if (s.tail) length = await readInto(ctx, tailKey(key, s.tail.slot), body);
     } catch (err) {
-      if (!(isMissing((err as Error).cause, ['NoSuchKey']) && (await done()))) throw err;
+      if (!(isMissing((err as Error).cause) && (await done()))) throw err;
       length = -1;
     }
     if (length >= 0) {
@@ -203,13 +165,7 @@ export async function completeS3Resumable(ctx: S3ResumableContext, key: string, 
 
 export async function discardS3Resumable(ctx: S3ResumableContext, key: string, state: ResumableState): Promise<void> {
   const s = parse(state);
-  if (s.uploadId) {
-    await ctx.client.send(new AbortMultipartUploadCommand({ Bucket: ctx.bucket, Key: key, UploadId: s.uploadId })).catch((err: unknown) => {
-      if (!isMissing(err, ['NoSuchUpload'])) throw new ObjectStoreError('aborting a multipart upload failed', { cause: err });
-    });
-  }
+  if (s.uploadId) await abortParts(ctx, key, s.uploadId);
   await deleteTails(ctx, key);
-  await ctx.client.send(new DeleteObjectCommand({ Bucket: ctx.bucket, Key: key })).catch((err: unknown) => {
-    if (!isMissing(err, ['NoSuchKey', 'NotFound'])) throw new ObjectStoreError('deleting an object failed', { cause: err });
-  });
+  await deleteObject(ctx, key);
 }

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
-import { AbortMultipartUploadCommand, CompleteMultipartUploadCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { ObjectTooLargeError } from './object-store.js';
-import { PartWriter, storeError } from './s3-parts.js';
+import { abortParts, completeParts, PartWriter, putObject } from './s3-parts.js';
 
 const MiB = 1024 * 1024;
 
@@ -63,23 +63,12 @@ export async function uploadStream(options: StreamUploadOptions): Promise<{ size
       size += chunk.length;
     }
     if (!writer.uploadId) {
-      await client
-        .send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: writer.filledBytes, ContentLength: writer.filled, ContentType: 'application/octet-stream' }))
-        .catch(storeError('storing the object'));
+      await putObject({ client, bucket }, key, writer.filledBytes);
       return { size };
     }
     if (writer.filled > 0) await writer.sendFilled();
     await writer.drain();
-    await client
-      .send(
-        new CompleteMultipartUploadCommand({
-          Bucket: bucket,
-          Key: key,
-          UploadId: writer.uploadId,
-          MultipartUpload: { Parts: writer.etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) },
-        }),
-      )
-      .catch(storeError('completing the multipart upload'));
+    await completeParts({ client, bucket }, key, writer.uploadId, writer.etags);
     return { size };
   } catch (err) {
     // Stop reading; what was read is discarded with the upload.
@@ -88,7 +77,7 @@ export async function uploadStream(options: StreamUploadOptions): Promise<{ size
     if (writer?.uploadId) {
       // If the store is down this fails too: the upload stays open until the
       // store's own expiry of incomplete uploads (or a sweep) removes it.
-      await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: writer.uploadId })).catch(() => {});
+      await abortParts({ client, bucket }, key, writer.uploadId).catch(() => {});
     }
     throw err;
   }

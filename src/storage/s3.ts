@@ -1,20 +1,11 @@
 import { pipeline, Transform, type Readable } from 'node:stream';
-import {
-  AbortMultipartUploadCommand,
-  CreateBucketCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListMultipartUploadsCommand,
-  ListObjectsV2Command,
-  S3Client,
-  S3ServiceException,
-} from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { StartupError } from '../startup-error.js';
 import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectStore, type OpenUpload, type PutOptions } from './object-store.js';
 import { describeS3Error } from './s3-errors.js';
 import { ensureUploadExpiry, type UploadExpiry } from './s3-lifecycle.js';
+import { abortParts, deleteObject, isMissing, objectSize } from './s3-parts.js';
 import { S3_LIMITS, uploadStream } from './s3-upload.js';
 import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
 import { appendS3Resumable, completeS3Resumable, discardS3Resumable, startS3Resumable, type S3ResumableContext } from './s3-resumable.js';
@@ -39,9 +30,6 @@ export interface S3StoreOptions {
 /** Commands whose bodies are signed without hashing them (see the constructor). */
 const UNSIGNED_PAYLOAD_COMMANDS = new Set(['UploadPartCommand', 'PutObjectCommand']);
 
-const isNotFound = (err: unknown) =>
-  err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.name === 'NotFound' || err.$metadata.httpStatusCode === 404);
-
 /** Passes through only bytes start..end (inclusive) of a stream, then ends it. */
 function sliceRange({ start, end }: ByteRange): Transform {
   let offset = 0;
@@ -61,7 +49,7 @@ function sliceRange({ start, end }: ByteRange): Transform {
 export class S3ObjectStore implements ObjectStore {
   readonly maxObjectSize = S3_LIMITS.maxObjectSize;
   readonly client: S3Client;
-  private readonly bucket: string;
+  readonly bucket: string;
 
   constructor(private readonly options: S3StoreOptions) {
     this.bucket = options.bucket;
@@ -106,7 +94,7 @@ export class S3ObjectStore implements ObjectStore {
       await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, MaxKeys: 0 }));
       return;
     } catch (err) {
-      if (!isNotFound(err)) throw this.startupError('cannot reach bucket', err);
+      if (!isMissing(err)) throw this.startupError('cannot reach bucket', err);
     }
     try {
       await this.client.send(new CreateBucketCommand({ Bucket: this.bucket }));
@@ -154,13 +142,7 @@ export class S3ObjectStore implements ObjectStore {
 
   async abortUpload({ key, uploadId }: Pick<OpenUpload, 'key' | 'uploadId'>): Promise<void> {
     if (key === undefined) throw new Error('an S3 multipart upload is aborted by key and upload id');
-    try {
-      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }));
-    } catch (err) {
-      // Already aborted (or completed): what we wanted.
-      if (err instanceof S3ServiceException && (err.name === 'NoSuchUpload' || err.$metadata.httpStatusCode === 404)) return;
-      throw new ObjectStoreError('aborting a multipart upload failed', { cause: err });
-    }
+    await abortParts(this, key, uploadId);
   }
 
   /**
@@ -201,28 +183,18 @@ export class S3ObjectStore implements ObjectStore {
       if (servedStart === range.start && servedEnd === range.end) return body;
       return pipeline(body, sliceRange({ start: range.start - servedStart, end: range.end - servedStart }), () => {});
     } catch (err) {
-      if (isNotFound(err)) throw new ObjectNotFoundError(key);
+      if (isMissing(err)) throw new ObjectNotFoundError(key);
       throw new ObjectStoreError('reading from the object store failed', { cause: err });
     }
   }
 
   async head(key: string): Promise<ObjectInfo | undefined> {
-    try {
-      const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
-      return { size: res.ContentLength ?? 0 };
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw new ObjectStoreError('reading from the object store failed', { cause: err });
-    }
+    const size = await objectSize(this, key);
+    return size === undefined ? undefined : { size };
   }
 
   async delete(key: string): Promise<void> {
-    try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
-    } catch (err) {
-      if (isNotFound(err)) return;
-      throw new ObjectStoreError('deleting from the object store failed', { cause: err });
-    }
+    await deleteObject(this, key);
   }
 
   // Resumable uploads: see s3-resumable.ts.
