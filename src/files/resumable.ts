@@ -155,7 +155,7 @@ export class ResumableUploads {
     const token = randomUUID();
     const row = await records.lease(id, caller.accountId, token, this.clock(), this.later(this.leaseMs), input.offset);
     if (!row) throw await this.whyNotLeased(caller, id, input.offset);
-    let leased = true;
+    let answered = false;
     // The lease outlives a stalled client only while this process is alive
     // to renew it; if it cannot, stop: what follows could not be saved.
     const renewal = setInterval(() => {
@@ -166,17 +166,13 @@ export class ResumableUploads {
     }, this.leaseMs / 3).unref();
     try {
       const outcome = await this.appendLeased(caller, row, token, input);
-      leased = false; // committed (and released) by appendLeased
+      answered = true; // appendLeased committed, and released the lease
       return outcome;
-    } catch (err) {
-      if (err instanceof LeaseEnded) {
-        leased = false;
-        throw err.reason;
-      }
-      throw err;
     } finally {
       clearInterval(renewal);
-      if (leased) await records.release(id, token).catch(this.options.onCleanupError);
+      // Only this request's token is released: after a commit or a removal
+      // that already ended the lease, this changes nothing.
+      if (!answered) await records.release(id, token).catch(this.options.onCleanupError);
     }
   }
 
@@ -189,12 +185,13 @@ export class ResumableUploads {
     // the store's cue to send its last part.
     if (row.length !== undefined && row.offset === row.length) return this.appendToComplete(caller, row, token, input);
     const limit = (length ?? max) - row.offset;
+    // Past a declared length, the request is wrong; past the plan (deferred
+    // length, or one declared over it), the upload can never be a file.
     const overLimit = () => (length === undefined ? fileErrors.tooLarge(max) : resumableErrors.lengthExceeded(length));
+    if (length !== undefined && length <= max && (input.bodySize ?? 0) > limit) throw resumableErrors.lengthExceeded(length);
     if ((length ?? 0) > max || (input.bodySize ?? 0) > limit) {
-      const err = (length ?? 0) > max ? fileErrors.tooLarge(max) : overLimit();
-      if (err.code !== 'file_too_large') throw err; // the lease is released by append()
       await this.remove(row.id, { token });
-      throw new LeaseEnded(err);
+      throw fileErrors.tooLarge(max);
     }
 
     const written = await writeBody(this.options.store, row, input, {
@@ -206,7 +203,7 @@ export class ResumableUploads {
     const { interrupted } = written;
     if (interrupted instanceof AppError && interrupted.code === 'file_too_large') {
       await this.remove(row.id, { token });
-      throw new LeaseEnded(interrupted);
+      throw interrupted;
     }
     if (written.checksumFailed) {
       // Nothing is saved: the next append from the saved state writes over these bytes.
@@ -215,10 +212,10 @@ export class ResumableUploads {
     const finished = written.offset === length;
     const next = { ...row, offset: written.offset, length, storeState: written.state, hashState: written.hashState, expiresAt: this.expiresAfter(this.clock(), row.createdAt) };
     const saved = await this.records.commit(row.id, token, { ...next, interrupted: interrupted !== undefined, keepLease: finished });
-    if (!saved) throw new LeaseEnded(resumableErrors.busy());
+    if (!saved) throw resumableErrors.busy();
     if (interrupted !== undefined && !finished) {
       const reason = interrupted instanceof AppError ? interrupted : resumableErrors.aborted();
-      throw new LeaseEnded(new AppError(reason.status, reason.code, reason.message, { ...reason.headers, 'Upload-Offset': String(written.offset) }));
+      throw new AppError(reason.status, reason.code, reason.message, { ...reason.headers, 'Upload-Offset': String(written.offset) });
     }
     const file = finished ? await this.finishLeased(next, token) : undefined;
     return { status: statusOf(next, file), received: written.received, resumedAt: row.interrupted ? row.offset : undefined };
@@ -306,12 +303,5 @@ export class ResumableUploads {
     const { accountId, quotaDay } = claimed.pending;
     if (accountId && quotaDay) await quota.release(accountId, utcDay(quotaDay));
     return 'removed';
-  }
-}
-
-/** The lease is gone already (removed with the upload, or saved with the commit): the caller must not release it. */
-class LeaseEnded extends Error {
-  constructor(readonly reason: AppError) {
-    super(reason.message);
   }
 }
