@@ -30,7 +30,7 @@ export class CallerCache {
   private current = 0;
   private readonly clock: () => number;
 
-  constructor(private readonly options: CallerCacheOptions) {
+  constructor(readonly options: CallerCacheOptions) {
     this.clock = options.clock ?? Date.now;
   }
 

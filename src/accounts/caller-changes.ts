@@ -41,7 +41,7 @@ export class CallerChanges {
     if (!this.broadcast) return;
     const { publisher, channel, logger } = this.broadcast;
     await publisher.publish(channel, JSON.stringify(change)).catch((err: Error) => {
-      logger.warn({ err: err.message, change }, 'could not tell other instances of a change: their cached keys expire within a second');
+      logger.warn({ err: err.message, change }, `could not tell other instances of a change: their cached keys expire within ${this.cache.options.ttlMs} ms`);
     });
   }
 }

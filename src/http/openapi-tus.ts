@@ -17,6 +17,7 @@ import {
   type PathItem,
   type Response,
 } from './openapi.js';
+import { TUS_EXTENSIONS } from './tus-headers.js';
 
 export const TUS_ERROR_CODES = [
   'upload_not_found', 'upload_offset_mismatch', 'upload_busy', 'upload_complete', 'upload_length_exceeded', 'invalid_upload_length',
@@ -35,7 +36,7 @@ export function withTus(components: OpenApiDocument['components']): OpenApiDocum
   Object.assign(components.headers, {
     'Tus-Resumable': header('The protocol version, on every answer of the upload routes.', { type: 'string', const: '1.0.0' }),
     'Tus-Version': header('Versions the server speaks.', { type: 'string', const: '1.0.0' }),
-    'Tus-Extension': header('Extensions the server supports.', { type: 'string', examples: ['creation,creation-with-upload,creation-defer-length,termination,expiration,checksum'] }),
+    'Tus-Extension': header('Extensions the server supports.', { type: 'string', examples: [TUS_EXTENSIONS] }),
     'Tus-Max-Size': header('The caller\'s plan `max_file_size`, in bytes.', { type: 'integer', minimum: 0 }),
     'Tus-Checksum-Algorithm': header('Algorithms of `Upload-Checksum`.', { type: 'string', const: 'sha256' }),
     Location: header('The upload\'s URL, relative to the host (`/api/v1/uploads/<upload_id>`, under PUBLIC_URL\'s path).', { type: 'string', pattern: '^/.*api/v1/uploads/[A-Za-z0-9_-]{22}$' }),
