@@ -1,0 +1,135 @@
+// `dropstream loadtest` arguments: parsed and checked once, before any load
+// is sent, so a typo costs nothing on the server.
+import { parseArgs } from 'node:util';
+import { CliError } from '../admin-client.js';
+import { httpUrl } from '../transfer-http.js';
+
+export const SCENARIOS = ['uploads', 'resumable', 'downloads', 'metadata', 'slow', 'mixed'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+/** What the mixed scenario draws from, by weight. */
+export type MixKind = 'uploads' | 'resumable' | 'downloads' | 'metadata';
+
+export interface LoadtestOptions {
+  scenario: Scenario;
+  server: URL;
+  key: string;
+  adminUrl?: URL;
+  adminToken?: string;
+  concurrency: number;
+  /** Bytes per uploaded file. */
+  size: number;
+  /** Operations in all (uploads, downloads, metadata requests); the run also stops at `durationMs`. */
+  count: number;
+  durationMs: number;
+  /** resumable: the loadtest's own proxy cuts each connection after this many bytes from the client. */
+  cutEvery?: number;
+  /** downloads: fetch this many bytes at a random offset instead of the whole file. */
+  range?: number;
+  /** metadata: requests per second across all workers. */
+  rate: number;
+  /** Slow clients running beside the scenario, sending or reading at `slowRate` bytes per second. */
+  slowClients: number;
+  slowRate: number;
+  mix: Record<MixKind, number>;
+  keep: boolean;
+  progress: boolean;
+  json?: string;
+  report?: string;
+  maxP99Ms?: number;
+  maxRssMib?: number;
+  maxErrorRate?: number;
+}
+
+export const LOADTEST_USAGE = `  dropstream loadtest <uploads|resumable|downloads|metadata|slow|mixed> --server URL --key KEY
+      [--admin-url URL --admin-token T] [--concurrency N] [--size S] [--count C] [--duration D]
+      [--cut-every BYTES] [--range BYTES] [--rate PER_S] [--slow-clients M] [--slow-rate BYTES_PER_S]
+      [--mix uploads=3,resumable=1,downloads=4,metadata=2] [--keep] [--progress]
+      [--json FILE|-] [--report FILE] [--max-p99-ms MS] [--max-rss-mib MIB] [--max-error-rate FRACTION]`;
+
+const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gib: 1024 ** 3 };
+
+/** `1048576`, `64KiB`, `10MiB`, `1g`. */
+export function parseSize(name: string, value: string): number {
+  const match = /^([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)$/i.exec(value.trim());
+  const unit = match ? UNITS[match[2]!.toLowerCase()] : undefined;
+  if (!match || unit === undefined) throw new CliError(`--${name} must be a size such as 1048576, 64KiB or 10MiB`);
+  return Math.round(Number(match[1]) * unit);
+}
+
+/** `30` (seconds), `30s`, `500ms`, `2m`. */
+export function parseDuration(name: string, value: string): number {
+  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m)?$/.exec(value.trim());
+  if (!match) throw new CliError(`--${name} must be a duration such as 30s, 500ms or 2m`);
+  const scale = match[2] === 'ms' ? 1 : match[2] === 'm' ? 60_000 : 1000;
+  return Math.round(Number(match[1]) * scale);
+}
+
+function positive(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(value) || !(n > 0)) throw new CliError(`--${name} must be a positive number`);
+  return n;
+}
+
+function parseMix(value: string | undefined): Record<MixKind, number> {
+  const mix: Record<MixKind, number> = { uploads: 3, resumable: 1, downloads: 4, metadata: 2 };
+  if (value === undefined) return mix;
+  for (const kind of Object.keys(mix) as MixKind[]) mix[kind] = 0;
+  for (const part of value.split(',')) {
+    const [kind, weight] = part.split('=');
+    if (!kind || !(kind in mix) || weight === undefined || !/^[0-9]+$/.test(weight)) {
+      throw new CliError('--mix must look like uploads=3,resumable=1,downloads=4,metadata=2');
+    }
+    mix[kind as MixKind] = Number(weight);
+  }
+  if (Object.values(mix).every((w) => w === 0)) throw new CliError('--mix needs a weight above 0');
+  return mix;
+}
+
+export function parseLoadtestArgs(args: string[], env: NodeJS.ProcessEnv): LoadtestOptions {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: Object.fromEntries(
+      ['server', 'key', 'admin-url', 'admin-token', 'concurrency', 'size', 'count', 'duration', 'cut-every', 'range', 'rate', 'slow-clients', 'slow-rate', 'mix', 'json', 'report', 'max-p99-ms', 'max-rss-mib', 'max-error-rate']
+        .map((name) => [name, { type: 'string' as const }])
+        .concat([['keep', { type: 'boolean' as const }], ['progress', { type: 'boolean' as const }]] as never),
+    ) as Record<string, { type: 'string' } | { type: 'boolean' }>,
+  });
+  const v = values as Record<string, string | undefined> & { keep?: boolean; progress?: boolean };
+  const scenario = positionals[0] as Scenario;
+  if (!SCENARIOS.includes(scenario) || positionals.length > 1) throw new CliError(`usage:\n${LOADTEST_USAGE}`);
+  const serverValue = v.server || env.DROPSTREAM_SERVER;
+  if (!serverValue) throw new CliError('--server is required (the server to load)');
+  const key = v.key || env.DROPSTREAM_API_KEY;
+  if (!key) throw new CliError('no API key: pass --key or set DROPSTREAM_API_KEY');
+  const adminToken = v['admin-token'] || env.ADMIN_TOKEN;
+  const adminUrl = v['admin-url'] ? httpUrl(v['admin-url'], '--admin-url') : undefined;
+  if (adminUrl && !adminToken) throw new CliError('--admin-url needs --admin-token (or ADMIN_TOKEN) to scrape /metrics');
+  const errorRate = v['max-error-rate'] === undefined ? undefined : Number(v['max-error-rate']);
+  if (errorRate !== undefined && !(errorRate >= 0 && errorRate <= 1)) throw new CliError('--max-error-rate must be a fraction between 0 and 1');
+  return {
+    scenario,
+    server: httpUrl(serverValue, '--server'),
+    key,
+    adminUrl,
+    adminToken,
+    concurrency: Math.floor(positive('concurrency', v.concurrency, 4)),
+    size: v.size === undefined ? 1024 * 1024 : parseSize('size', v.size),
+    count: Math.floor(positive('count', v.count, 100)),
+    durationMs: v.duration === undefined ? 60_000 : parseDuration('duration', v.duration),
+    cutEvery: v['cut-every'] === undefined ? undefined : parseSize('cut-every', v['cut-every']),
+    range: v.range === undefined ? undefined : parseSize('range', v.range),
+    rate: positive('rate', v.rate, 20),
+    slowClients: v['slow-clients'] === undefined ? (scenario === 'slow' ? 2 : 0) : Math.floor(Number(v['slow-clients'])) || 0,
+    slowRate: v['slow-rate'] === undefined ? 16 * 1024 : parseSize('slow-rate', v['slow-rate']),
+    mix: parseMix(v.mix),
+    keep: v.keep === true,
+    progress: v.progress === true || process.stderr.isTTY === true,
+    json: v.json,
+    report: v.report,
+    maxP99Ms: v['max-p99-ms'] === undefined ? undefined : positive('max-p99-ms', v['max-p99-ms'], 0),
+    maxRssMib: v['max-rss-mib'] === undefined ? undefined : positive('max-rss-mib', v['max-rss-mib'], 0),
+    maxErrorRate: errorRate,
+  };
+}

@@ -1,0 +1,151 @@
+// What a load test saw: every request's kind, status, latency and bytes,
+// folded into one-second buckets for the report's charts, plus the server's
+// own numbers scraped from /metrics.
+
+/** One answered (or failed) request. status 0: no answer (network error, cut). */
+export interface Sample {
+  kind: string;
+  status: number;
+  ms: number;
+  bytesOut: number;
+  bytesIn: number;
+  /** Given up on by the loadtest itself (the run ended): not an error. */
+  aborted?: boolean;
+  /** Cut by the loadtest's own proxy (--cut-every): expected, not an error. */
+  cut?: boolean;
+}
+
+export interface Second {
+  t: number;
+  bytesOut: number;
+  bytesIn: number;
+  /** Latencies of the requests that ended in this second, by kind. */
+  latency: Record<string, number[]>;
+  statuses: Record<string, number>;
+}
+
+export interface ServerPoint {
+  t: number;
+  rssBytes?: number;
+  uploadsInFlight?: number;
+  resumableInFlight?: number;
+  partBuffers?: number;
+  storeErrors?: number;
+}
+
+export interface KindTotals {
+  requests: number;
+  errors: number;
+  bytesOut: number;
+  bytesIn: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  /** Answers by status ("none": no answer; "abandoned", "cut": see Sample). */
+  statuses: Record<string, number>;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/** An error: no answer, or a 5xx or 4xx other than the 429s the loadtest waits out. */
+export const isError = (s: Sample) => !s.aborted && (s.status === 0 || (s.status >= 400 && s.status !== 429));
+
+export class Recorder {
+  readonly started = Date.now();
+  readonly seconds: Second[] = [];
+  readonly server: ServerPoint[] = [];
+  private readonly byKind = new Map<string, { latencies: number[]; requests: number; errors: number; bytesOut: number; bytesIn: number; statuses: Record<string, number> }>();
+  /** Bytes still moving, counted as they go so throughput is not lumped at each request's end. */
+  private liveOut = 0;
+  private liveIn = 0;
+  requests = 0;
+  errors = 0;
+  aborted = 0;
+
+  private second(now = Date.now()): Second {
+    const t = Math.floor((now - this.started) / 1000);
+    while (this.seconds.length <= t) this.seconds.push({ t: this.seconds.length, bytesOut: 0, bytesIn: 0, latency: {}, statuses: {} });
+    return this.seconds[t]!;
+  }
+
+  /** Bytes sent or received right now (called by the body streams). */
+  sent(n: number): void {
+    this.second().bytesOut += n;
+    this.liveOut += n;
+  }
+
+  received(n: number): void {
+    this.second().bytesIn += n;
+    this.liveIn += n;
+  }
+
+  record(sample: Sample): void {
+    const second = this.second();
+    const kind = this.byKind.get(sample.kind) ?? { latencies: [], requests: 0, errors: 0, bytesOut: 0, bytesIn: 0, statuses: {} };
+    this.byKind.set(sample.kind, kind);
+    // Given up by the loadtest, or cut by its own proxy: the server may still
+    // have answered (and counted) it; neither is an error of the server.
+    if (sample.aborted || sample.cut) {
+      if (sample.aborted) this.aborted += 1;
+      const label = sample.aborted ? 'abandoned' : 'cut';
+      kind.statuses[label] = (kind.statuses[label] ?? 0) + 1;
+      return;
+    }
+    this.requests += 1;
+    kind.requests += 1;
+    kind.latencies.push(sample.ms);
+    kind.bytesOut += sample.bytesOut;
+    kind.bytesIn += sample.bytesIn;
+    if (isError(sample)) {
+      kind.errors += 1;
+      this.errors += 1;
+    }
+    (second.latency[sample.kind] ??= []).push(sample.ms);
+    const status = String(sample.status || 'none');
+    second.statuses[status] = (second.statuses[status] ?? 0) + 1;
+    kind.statuses[status] = (kind.statuses[status] ?? 0) + 1;
+  }
+
+  scraped(point: Omit<ServerPoint, 't'>): void {
+    this.server.push({ t: (Date.now() - this.started) / 1000, ...point });
+  }
+
+  totals(): Record<string, KindTotals> {
+    const out: Record<string, KindTotals> = {};
+    for (const [name, kind] of [...this.byKind].sort()) {
+      const sorted = [...kind.latencies].sort((a, b) => a - b);
+      out[name] = {
+        requests: kind.requests,
+        errors: kind.errors,
+        bytesOut: kind.bytesOut,
+        bytesIn: kind.bytesIn,
+        p50: percentile(sorted, 50),
+        p90: percentile(sorted, 90),
+        p99: percentile(sorted, 99),
+        max: sorted.at(-1) ?? 0,
+        statuses: { ...kind.statuses },
+      };
+    }
+    return out;
+  }
+
+  /** p99 over every request the loadtest counted. */
+  overallP99(): number {
+    const all = [...this.byKind.values()].flatMap((k) => k.latencies).sort((a, b) => a - b);
+    return percentile(all, 99);
+  }
+
+  maxRssBytes(): number | undefined {
+    const values = this.server.map((p) => p.rssBytes).filter((v): v is number => v !== undefined);
+    return values.length ? Math.max(...values) : undefined;
+  }
+
+  /** For the progress line: bytes moved so far. */
+  moved(): { out: number; in: number } {
+    return { out: this.liveOut, in: this.liveIn };
+  }
+}
