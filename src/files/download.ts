@@ -1,0 +1,106 @@
+// A download through a public link, from its token to what to count when
+// the response ends. The link's rules are checked here, in this order:
+// known (404), neither it nor its file expired (410), password (401),
+// budget (410); a limited
+// link's bytes are reserved before any body is opened, so HTTP (the
+// download route) only parses headers and writes the response.
+import type { Readable } from 'node:stream';
+import type { ByteRange, ObjectStore } from '../storage/object-store.js';
+import { linkErrors } from './errors.js';
+import { verifyPassword } from './link-password.js';
+import { budgetOf, chargeOf, type FileLinks, type ResolvedLink } from './links.js';
+import type { FileRecord } from './record.js';
+
+export interface DownloadCredentials {
+  /** The password the request carries, if any. */
+  password?: string;
+  /**
+   * Awaited before a password is checked; throws to refuse (the address
+   * is over its failure limit). Without it, a wrong guess is refused but a
+   * right one would still pass, and guessing would go on at full speed.
+   */
+  beforeCheck?: () => Promise<void>;
+}
+
+/** What to send, chosen once the file is known: a range, the whole file (no range), or no body at all (undefined: HEAD, 304). */
+export type BodyChoice = { range?: ByteRange } | undefined;
+
+export interface OpenedDownload {
+  file: FileRecord;
+  /** The range served; absent for the whole file. */
+  range?: ByteRange;
+  /** Bytes of the body (of the range, or the file). */
+  length: number;
+  /** The bytes; absent when no body was chosen. */
+  body?: Readable;
+  /**
+   * Call once, when the response has ended, with the bytes handed on to the
+   * connection: all of them count a complete download when the whole file
+   * was sent; fewer give the rest of a limited link's reservation back.
+   */
+  settle(sent: number): Promise<void>;
+}
+
+const nothing = async () => {};
+
+export class Downloads {
+  constructor(
+    private readonly links: FileLinks,
+    private readonly store: ObjectStore,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  /** The download of `token`; undefined for no such link (the caller counts the guess). */
+  async open(token: string, choose: (file: FileRecord) => BodyChoice, credentials: DownloadCredentials = {}): Promise<OpenedDownload | undefined> {
+    const resolved = await this.links.resolve(token);
+    if (!resolved) return undefined;
+    const { link, file } = resolved;
+    const now = this.clock();
+    // The file's expiry ends every link to it, until the sweeper deletes it.
+    if ((link.expiresAt && link.expiresAt <= now) || (file.expiresAt && file.expiresAt <= now)) throw linkErrors.expired();
+    await this.checkPassword(resolved, credentials);
+    const budget = link.maxDownloads === undefined ? undefined : budgetOf(link.maxDownloads, file.size);
+    if (budget !== undefined && link.bytesServed >= budget) throw linkErrors.exhausted(link.maxDownloads!);
+
+    const choice = choose(file);
+    const range = choice?.range;
+    const length = range ? range.end - range.start + 1 : file.size;
+    if (!choice) return { file, range, length, settle: nothing };
+
+    const charge = chargeOf(length);
+    if (budget !== undefined) {
+      const reserved = await this.links.reserve(link.id, charge, budget);
+      if (reserved === 'gone') return undefined;
+      if (reserved === 'exhausted') throw linkErrors.exhausted(link.maxDownloads!);
+    }
+    const giveBack = (sent: number) => (budget === undefined ? Promise.resolve() : this.links.release(link.id, charge - sent));
+    let body: Readable;
+    try {
+      body = await this.store.get(file.storageKey, range);
+    } catch (err) {
+      await giveBack(0).catch(() => {});
+      throw err;
+    }
+    const whole = !range || (range.start === 0 && range.end === file.size - 1);
+    let settled = false;
+    return {
+      file,
+      range,
+      length,
+      body,
+      settle: async (sent) => {
+        if (settled) return;
+        settled = true;
+        if (sent < length) return giveBack(sent);
+        if (whole) await this.links.countDownload(link.id, file.id);
+      },
+    };
+  }
+
+  private async checkPassword({ link }: ResolvedLink, credentials: DownloadCredentials): Promise<void> {
+    if (!link.passwordHash) return;
+    if (credentials.password === undefined) throw linkErrors.passwordRequired();
+    await credentials.beforeCheck?.();
+    if (!(await verifyPassword(credentials.password, link.passwordHash))) throw linkErrors.wrongPassword();
+  }
+}

@@ -1,0 +1,224 @@
+// The one owner of the links table: a file's public links, each with its
+// own token, rules (expiry, download budget, password) and counts. A file
+// has exactly one primary link: the one whose token files.link_token holds
+// (so listings read one table); every statement here that changes which link
+// is primary changes that column in the same statement.
+//
+// Every read and write is one statement: a download resolves its token in
+// one SELECT (link and file joined), as it did when the token was a column
+// of the file; a limited link's bytes are reserved in one conditional
+// UPDATE, which PostgreSQL serialises on the row, so budgets hold across
+// concurrent requests and instances.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
+import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';
+
+/** Opaque, URL-safe public link token: 128 random bits. */
+export const newLinkToken = () => randomBytes(16).toString('base64url');
+
+/** A link's API id: a UUID, telling nothing about its token. */
+export const newLinkId = () => randomUUID();
+
+/** The rules a new link is made with; all optional. */
+export interface LinkRules {
+  /** After this, the link answers 410 link_expired. */
+  expiresAt?: Date;
+  /** Complete downloads allowed, counted in bytes (see budgetOf). */
+  maxDownloads?: number;
+  /** From hashPassword (link-password.ts), never the password. */
+  passwordHash?: string;
+}
+
+/** A link as its owner sees it. */
+export interface LinkRecord {
+  id: string;
+  fileId: number;
+  token: string;
+  primary: boolean;
+  /** When the link stops working: its own expiry or its file's, whichever is first. */
+  expiresAt?: Date;
+  maxDownloads?: number;
+  passwordProtected: boolean;
+  /** Complete downloads through this link. */
+  downloadCount: number;
+  createdAt: Date;
+}
+
+/** A link found by its token, with what a download needs to check it, and its file. */
+export interface ResolvedLink {
+  link: LinkRecord & { passwordHash?: string; bytesServed: number };
+  file: FileRecord;
+}
+
+/** What reserving bytes of a link's budget came to. */
+export type Reservation = 'reserved' | 'exhausted' | 'gone';
+
+/**
+ * The bytes a link with `maxDownloads` may serve: that many times the file.
+ * An empty file counts as one byte per download, so its budget still ends.
+ */
+export const budgetOf = (maxDownloads: number, size: number) => maxDownloads * Math.max(size, 1);
+
+/** What a response of `length` bytes takes from a budget (an empty file's download: one). */
+export const chargeOf = (length: number) => Math.max(length, 1);
+
+/**
+ * Inserts the primary link of the rows of `inserted` (a CTE with the new
+ * file's id and link_token): a CTE for commitFile's single statement, so a
+ * file never exists without its primary link.
+ */
+export function primaryLinkSql(inserted: 'inserted', rules: LinkRules, now: Date): Prisma.Sql {
+  return Prisma.sql`
+  INSERT INTO links (id, file_id, token, expires_at, max_downloads, password_hash, created_at)
+  SELECT ${newLinkId()}, id, link_token, ${rules.expiresAt ?? null}::timestamp(3), ${rules.maxDownloads ?? null}::integer,
+    ${rules.passwordHash ?? null}::text, ${now}::timestamp(3)
+  FROM ${Prisma.raw(inserted)}`;
+}
+
+interface LinkRow {
+  id: string;
+  file_id: number;
+  token: string;
+  primary: boolean;
+  expires_at: Date | null;
+  max_downloads: number | null;
+  password_hash: string | null;
+  download_count: bigint;
+  bytes_served: bigint;
+  created_at: Date;
+}
+
+const toLink = (row: LinkRow): LinkRecord => ({
+  id: row.id,
+  fileId: row.file_id,
+  token: row.token,
+  primary: row.primary,
+  expiresAt: row.expires_at ?? undefined,
+  maxDownloads: row.max_downloads ?? undefined,
+  passwordProtected: row.password_hash !== null,
+  downloadCount: Number(row.download_count),
+  createdAt: row.created_at,
+});
+
+// A link's expires_at as read is when it stops working: its own time or its
+// file's, whichever comes first (least() skips nulls).
+const LINK_COLUMNS = Prisma.sql`l.id, l.file_id, l.token, l.token = f.link_token AS "primary", least(l.expires_at, f.expires_at) AS expires_at,
+  l.max_downloads, l.password_hash, l.download_count, l.bytes_served, l.created_at`;
+
+export class FileLinks {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /** The link of `token` and its file, in one statement; undefined for no such link. */
+  async resolve(token: string): Promise<ResolvedLink | undefined> {
+    const rows = await this.prisma.$queryRaw<(LinkRow & ResolvedFileColumns)[]>`
+      SELECT ${LINK_COLUMNS}, f.account_id, f.filename, f.size, f.sha256, f.storage_key, f.link_token,
+        f.download_count AS file_download_count, f.created_at AS file_created_at, f.expires_at AS file_expires_at
+      FROM links l JOIN files f ON f.id = l.file_id
+      WHERE l.token = ${token}`;
+    const row = rows[0];
+    if (!row) return undefined;
+    return { link: { ...toLink(row), passwordHash: row.password_hash ?? undefined, bytesServed: Number(row.bytes_served) }, file: fileOf(row) };
+  }
+
+  /** The links of the account's file, the primary first; undefined when the account has no such file. */
+  async list(accountId: number, fileId: number): Promise<LinkRecord[] | undefined> {
+    // A LEFT JOIN from the file, so "no file" (no row) and "no links" (one row of nulls) differ, in one statement.
+    const rows = await this.prisma.$queryRaw<(Omit<LinkRow, 'id'> & { id: string | null })[]>`
+      SELECT ${LINK_COLUMNS}
+      FROM files f LEFT JOIN links l ON l.file_id = f.id
+      WHERE f.id = ${fileId} AND f.account_id = ${accountId}
+      ORDER BY "primary" DESC, l.created_at, l.id`;
+    if (rows.length === 0) return undefined;
+    return rows.filter((row): row is LinkRow => row.id !== null).map(toLink);
+  }
+
+  /** A new link to the account's file; undefined when the account has no such file. */
+  async create(accountId: number, fileId: number, rules: LinkRules, now = new Date()): Promise<LinkRecord | undefined> {
+    const rows = await this.prisma.$queryRaw<LinkRow[]>`
+      WITH l AS (
+        INSERT INTO links (id, file_id, token, expires_at, max_downloads, password_hash, created_at)
+        SELECT ${newLinkId()}, id, ${newLinkToken()}, ${rules.expiresAt ?? null}::timestamp(3), ${rules.maxDownloads ?? null}::integer,
+          ${rules.passwordHash ?? null}::text, ${now}::timestamp(3)
+        FROM files WHERE id = ${fileId} AND account_id = ${accountId}
+        RETURNING *
+      )
+      SELECT ${LINK_COLUMNS} FROM l JOIN files f ON f.id = l.file_id`;
+    return rows[0] ? toLink(rows[0]) : undefined;
+  }
+
+  /**
+   * Removes the link from the account's file, in one statement. Removing the
+   * primary link rotates it: the file gets a fresh primary link, with new
+   * token and counts but the same rules (a password or a download limit the
+   * owner set stays on the file's public link), and files.link_token names
+   * it. Returns what was removed, or undefined when there is no such link.
+   */
+  async revoke(accountId: number, fileId: number, linkId: string, now = new Date()): Promise<'revoked' | 'rotated' | undefined> {
+    const rows = await this.prisma.$queryRaw<{ was_primary: boolean }[]>`
+      WITH removed AS (
+        DELETE FROM links l USING files f
+        WHERE l.id = ${linkId} AND l.file_id = f.id AND f.id = ${fileId} AND f.account_id = ${accountId}
+        RETURNING l.file_id, l.token = f.link_token AS was_primary, l.expires_at, l.max_downloads, l.password_hash
+      ), fresh AS (
+        INSERT INTO links (id, file_id, token, expires_at, max_downloads, password_hash, created_at)
+        SELECT ${newLinkId()}, file_id, ${newLinkToken()}, expires_at, max_downloads, password_hash, ${now}::timestamp(3)
+        FROM removed WHERE was_primary
+        RETURNING file_id, token
+      ), pointed AS (
+        UPDATE files SET link_token = fresh.token FROM fresh WHERE files.id = fresh.file_id
+      )
+      SELECT was_primary FROM removed`;
+    const row = rows[0];
+    if (!row) return undefined;
+    return row.was_primary ? 'rotated' : 'revoked';
+  }
+
+  /**
+   * Takes `charge` bytes of the link's budget (`budget`: budgetOf), all or
+   * nothing, in one conditional UPDATE: concurrent requests on any instance
+   * are serialised on the row, and the budget is never overdrawn. 'gone'
+   * when the link was removed since it was resolved.
+   */
+  async reserve(linkId: string, charge: number, budget: number): Promise<Reservation> {
+    const rows = await this.prisma.$queryRaw<{ found: boolean; reserved: boolean }[]>`
+      WITH link AS (SELECT id FROM links WHERE id = ${linkId}), taken AS (
+        UPDATE links SET bytes_served = bytes_served + ${BigInt(charge)}
+        WHERE id = ${linkId} AND bytes_served + ${BigInt(charge)} <= ${BigInt(budget)}
+        RETURNING id
+      )
+      SELECT EXISTS (SELECT 1 FROM link) AS found, EXISTS (SELECT 1 FROM taken) AS reserved`;
+    const row = rows[0];
+    if (!row?.found) return 'gone';
+    return row.reserved ? 'reserved' : 'exhausted';
+  }
+
+  /** Gives back `bytes` of a reservation that never left this process (a response cut short). */
+  async release(linkId: string, bytes: number): Promise<void> {
+    if (bytes <= 0) return;
+    await this.prisma.$executeRaw`
+      UPDATE links SET bytes_served = greatest(bytes_served - ${BigInt(bytes)}, 0) WHERE id = ${linkId}`;
+  }
+
+  /** One more complete download, on the link and on its file (the spec's download_count), in one statement. */
+  async countDownload(linkId: string, fileId: number): Promise<void> {
+    await this.prisma.$executeRaw`
+      WITH link AS (UPDATE links SET download_count = download_count + 1 WHERE id = ${linkId})
+      UPDATE files SET download_count = download_count + 1 WHERE id = ${fileId}`;
+  }
+}
+
+/** The file's columns in resolve(): those the link's own would shadow are renamed. */
+type ResolvedFileColumns = Omit<FileColumns, 'id' | 'download_count' | 'created_at' | 'expires_at'> & {
+  file_download_count: bigint;
+  file_created_at: Date;
+  file_expires_at: Date | null;
+};
+
+const fileOf = (row: LinkRow & ResolvedFileColumns): FileRecord =>
+  fromFileColumns({
+    ...row,
+    id: row.file_id,
+    download_count: row.file_download_count,
+    created_at: row.file_created_at,
+    expires_at: row.file_expires_at,
+  });

@@ -1,0 +1,57 @@
+// The links of a file (issue 23): list, create, revoke. Under /api/v1, with
+// the same guard (key, plan, rate limits, counting) as every other route.
+import { bodyParser } from '@koa/bodyparser';
+import type Router from '@koa/router';
+import type { Middleware } from 'koa';
+import { badRequest } from '../errors.js';
+import type { FileService } from '../files/service.js';
+import { OPTION_NAMES, isOptionName, parseUploadOptions } from '../files/upload-options.js';
+import type { AuthState } from './auth.js';
+import { presentLink } from './present.js';
+
+export interface LinkRouteDeps {
+  files: FileService;
+  publicUrl: string;
+  /** Reads the file id of the path (400 invalid_file_id). */
+  parseFileId: (raw: string) => number;
+}
+
+/** A new link's options: a JSON object of the three option fields at most (an empty body is none). */
+function linkOptions(body: unknown) {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('invalid_json', 'The body must be a JSON object');
+  const unknown = Object.keys(body).find((name) => !isOptionName(name));
+  if (unknown !== undefined) throw badRequest('unknown_field', `Unknown field "${unknown.slice(0, 64)}": a link takes ${OPTION_NAMES.join(', ')}`);
+  return parseUploadOptions(body as Record<string, unknown>, 'json');
+}
+
+const jsonBody: Middleware = bodyParser({
+  enableTypes: ['json'],
+  jsonLimit: '16kb',
+  onError: () => {
+    throw badRequest('invalid_json', 'The body must be a JSON object');
+  },
+});
+
+export function linkRoutes(router: Router<AuthState>, guard: Middleware, { files, publicUrl, parseFileId }: LinkRouteDeps): void {
+  router.get('/files/:id/links', guard, async (ctx) => {
+    const links = await files.listLinks(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
+    ctx.body = { success: true, links: links.map((link) => presentLink(link, publicUrl)) };
+  });
+
+  // The key is checked before the body is read, as on every route.
+  router.post('/files/:id/links', guard, jsonBody, async (ctx) => {
+    const fileId = parseFileId(ctx.params.id!);
+    const link = await files.createLink(ctx.state.caller.accountId, fileId, linkOptions(ctx.request.body ?? {}));
+    ctx.status = 201;
+    ctx.body = { success: true, link: presentLink(link, publicUrl) };
+  });
+
+  router.delete('/files/:id/links/:linkId', guard, async (ctx) => {
+    const outcome = await files.revokeLink(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.params.linkId!);
+    ctx.body = {
+      success: true,
+      message: outcome === 'rotated' ? 'Link revoked; the file has a new primary link' : 'Link revoked',
+    };
+  });
+}
+

@@ -1,0 +1,66 @@
+// SQL statements per download (issue 23: "a download resolve should stay one
+// SQL statement where it was one"). Counted at the pg driver the PostgreSQL
+// adapter sends them through, in this process: a plain link resolves in one
+// statement and counts a complete download in one; a limited link adds one
+// reservation; a range of a plain link costs the resolve alone.
+import { expect } from 'chai';
+import pg from 'pg';
+import { upload } from '../helpers/client.js';
+import { backends } from '../helpers/databases.js';
+import { sleep } from '../helpers/raw-upload.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+if (backends.includes('postgresql')) {
+  describe('SQL statements per download (postgresql)', function () {
+    this.timeout(60_000);
+    let t: TestServer;
+    let key: string;
+    const seen: string[] = [];
+    let counting = false;
+    const query = pg.Client.prototype.query;
+
+    before(async () => {
+      t = await startTestServer('postgresql');
+      ({ apiKey: key } = await t.account());
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        const first = args[0] as string | { text?: string };
+        if (counting) seen.push((typeof first === 'string' ? first : (first?.text ?? '')).trim().split(/\s+/).slice(0, 3).join(' '));
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+    });
+    after(async () => {
+      pg.Client.prototype.query = query;
+      await t?.close();
+    });
+
+    /** The statements one GET of `link` sends, once its count (written after the last byte) is in. */
+    async function statementsOf(link: string, headers: Record<string, string> = {}): Promise<string[]> {
+      seen.length = 0;
+      counting = true;
+      const res = await fetch(t.url(link), { headers });
+      await res.arrayBuffer();
+      await sleep(300);
+      counting = false;
+      expect(res.status).to.be.oneOf([200, 206]);
+      return [...seen];
+    }
+
+    const uploadWith = async (options: Record<string, string>) =>
+      (await upload(t.server.url, key, [...Object.entries(options).map(([name, content]) => ({ name, content })), { name: 'file', filename: 's.bin', content: 'x'.repeat(5000) }])).body.public_link as string;
+
+    it('when a plain link is downloaded whole, then one statement resolves it and one counts it', async () => {
+      const sent = await statementsOf(await uploadWith({}));
+      expect(sent).to.have.length(2);
+      expect(sent[0]).to.match(/^SELECT/);
+      expect(sent[1]).to.match(/^WITH/); // the link's count and the file's, in one statement
+    });
+
+    it('when a range of a plain link is downloaded, then the resolve is the only statement', async () => {
+      expect(await statementsOf(await uploadWith({}), { Range: 'bytes=0-9' })).to.have.length(1);
+    });
+
+    it('when a link with max_downloads is downloaded whole, then one more statement reserves its bytes', async () => {
+      expect(await statementsOf(await uploadWith({ max_downloads: '3' }))).to.have.length(3);
+    });
+  });
+}
