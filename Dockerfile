@@ -42,8 +42,9 @@ RUN npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 FROM node:24-bookworm-slim AS runtime
 WORKDIR /app
 
-# MALLOC_*: what `npm start` sets; glibc hands freed upload part buffers back
-# to the system at once (README, "Objects in S3 or MinIO").
+# MALLOC_*: what bin/dropstream.js sets for `serve` when they are unset (glibc
+# hands freed upload part buffers back to the system at once; docs/performance.md,
+# Memory); set here, the launcher starts the server without re-executing itself.
 # SHUTDOWN_TIMEOUT=7: `docker stop` sends SIGTERM and, by default, SIGKILL
 # 10 s later; 7 s for requests in progress to finish leaves 3 s to clean up
 # cut uploads and close (measured: 0.4-1.7 s after cutting an upload and a
@@ -70,9 +71,10 @@ COPY bin ./bin
 # generated admin token. A named volume mounted here starts with this
 # ownership; a bind mount keeps its host owner, which must be uid 1000 (the
 # server says so in one line if it cannot write there).
+# 0700: the service narrows a wider DATA_DIR at start, with a warning (issue 27).
 # `dropstream` on PATH, so `docker exec <container> dropstream accounts create`
 # works as the README's commands do outside the image.
-RUN mkdir -p /data && chown node:node /data \
+RUN mkdir -p /data && chown node:node /data && chmod 700 /data \
     && ln -s /app/bin/dropstream.js /usr/local/bin/dropstream
 USER node
 

@@ -2,10 +2,11 @@
 # Clients others wrote that the download tests drive: curl (closes at the last
 # byte; -OJ reads only the ASCII filename) and wget (--content-disposition
 # reads filename*). Both are usually on the machine already; install them
-# from Debian's packages when not.
+# from Debian's packages when not. chromium (headless) opens the loadtest's
+# HTML report in test/loadtest/report.test.ts.
 set -euo pipefail
 missing=()
-for tool in curl wget; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+for tool in curl wget chromium; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
 if ((${#missing[@]})); then
   echo "installing ${missing[*]}"
   apt-get update -qq
@@ -13,3 +14,4 @@ if ((${#missing[@]})); then
 fi
 curl --version | head -n 1
 wget --version | head -n 1
+chromium --version

@@ -55,6 +55,14 @@ done
 [[ -f dist/.build-stamp && -f dist/pglite-template/PG_VERSION ]] || { echo "postinstall did not build dist/"; exit 1; }
 serve_and_check npm start --silent
 
+# The CLI on a user's machine, as the README says: `npm install -g` of the
+# clone (a link to it, so instant), then `dropstream` from another folder.
+echo "== the CLI installed globally: npm install -g <clone>"
+t="$(now)"
+npm install -g --prefix "$work/global" "$work" --no-audit --no-fund --loglevel=error
+(cd /tmp && "$work/global/bin/dropstream" help) | grep -q '^  dropstream upload <path>' || { echo "the globally installed dropstream did not run"; exit 1; }
+echo "  npm install -g and dropstream help: $(since "$t")"
+
 echo "== without optional packages (no compiler): npm ci --omit=dev --omit=optional, dist/ kept"
 t="$(now)"
 npm ci --omit=dev --omit=optional --no-audit --no-fund --loglevel=error

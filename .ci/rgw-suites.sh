@@ -6,18 +6,18 @@
 #
 # Expects what .ci/run sets up: Node 24 on PATH, node_modules, dist (the fault
 # tests spawn bin/dropstream.js), TEST_DATABASE_URL. The RGW scripts are the
-# workplace's shared ones (RGW_TOOLS); ports: RGW_PORT 4200, MON_PORT 4202,
-# daemons 4230-4259 unless set (they are passed on to rgw-up.sh).
+# workplace's shared ones; ports: RGW 4200, mon 4202, daemons 4230-4259, or
+# the next hundred if one is taken (RGW_PORT_BASE moves the first block).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
 
-RGW_TOOLS="${RGW_TOOLS:-/work/shared/tools/rgw}"
-export RGW_PORT="${RGW_PORT:-4200}" MEM_BYTES="${MEM_BYTES:-4294967296}"
-if [ ! -x "$RGW_TOOLS/rgw-up.sh" ]; then
-  echo "rgw-suites: no RGW scripts in $RGW_TOOLS (set RGW_TOOLS)" >&2
+if [ ! -x ../shared/tools/rgw/rgw-up.sh ]; then
+  echo "rgw-suites: FAILED: no ../shared/tools/rgw/rgw-up.sh (shared/ must sit beside the repository: $(cd .. && pwd)/shared)" >&2
   exit 1
 fi
+RGW_TOOLS=$(cd ../shared/tools/rgw && pwd)
+export MEM_BYTES="${MEM_BYTES:-4294967296}"
 
 if ! command -v radosgw >/dev/null || ! command -v ceph-mon >/dev/null || ! command -v ceph-osd >/dev/null || ! command -v ceph-mgr >/dev/null || ! command -v ceph >/dev/null; then
   echo "rgw-suites: installing Ceph (mon, osd, mgr, radosgw)"
@@ -27,24 +27,47 @@ if ! command -v radosgw >/dev/null || ! command -v ceph-mon >/dev/null || ! comm
   echo "rgw-suites: apt-get install took $(( $(date +%s) - t )) s"
 fi
 
-if (exec 3<>"/dev/tcp/127.0.0.1/$RGW_PORT") 2>/dev/null; then
-  echo "rgw-suites: port $RGW_PORT is taken (another RGW?); set RGW_PORT, MON_PORT, PORT_MIN and PORT_MAX" >&2
-  exit 1
-fi
+# A port of the block (RGW, mon, the daemons' range) that answers is taken:
+# by another cluster, or by anything else that listens there.
+block_free() {
+  local p
+  for p in "$RGW_PORT" "$MON_PORT" $(seq "$PORT_MIN" "$PORT_MAX"); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "rgw-suites: port $p is taken"; return 1; fi
+  done
+}
 
-DIR=$(mktemp -d /tmp/dropstream-rgw-XXXXXX)
-# Stops mon, osd, mgr and radosgw by their pid files, whatever happens below.
-trap '"$RGW_TOOLS/rgw-down.sh" "$DIR" >/dev/null || true' EXIT
-"$RGW_TOOLS/rgw-up.sh" "$DIR"
-export CEPH_CONF="$DIR/ceph.conf"
 # The fault tests SIGKILL radosgw. A killed radosgw's watches on the cache
 # objects outlive it until the OSD times them out (30 s by default), and every
 # bucket created or deleted meanwhile waits for them: 27 s measured. 10 s is
 # the shortest that did not make live watches flap; radosgw is restarted
 # (gracefully) so its own watches take the new timeout.
-ceph config set osd osd_client_watch_timeout 10
-SIG=TERM "$RGW_TOOLS/rgw-restart-gw.sh" stop "$DIR"
-"$RGW_TOOLS/rgw-restart-gw.sh" start "$DIR"
+#
+# Brings the cluster up in a fresh folder, up to three times, each on a block
+# of ports of its own: a start that fails (a daemon that exits, a port held by
+# something else) prints the daemons' logs and the next try begins afresh,
+# instead of failing CI with a bare exit code.
+DIR=""
+trap '[ -z "$DIR" ] || "$RGW_TOOLS/rgw-down.sh" "$DIR" >/dev/null || true' EXIT
+for attempt in 1 2 3; do
+  base=$(( ${RGW_PORT_BASE:-4200} + (attempt - 1) * 100 ))
+  export RGW_PORT=$base MON_PORT=$(( base + 2 )) PORT_MIN=$(( base + 30 )) PORT_MAX=$(( base + 59 ))
+  block_free || continue
+  DIR=$(mktemp -d /tmp/dropstream-rgw-XXXXXX)
+  set +e
+  timeout 180 "$RGW_TOOLS/rgw-up.sh" "$DIR" &&
+    CEPH_CONF="$DIR/ceph.conf" ceph config set osd osd_client_watch_timeout 10 &&
+    SIG=TERM CEPH_CONF="$DIR/ceph.conf" "$RGW_TOOLS/rgw-restart-gw.sh" stop "$DIR" &&
+    CEPH_CONF="$DIR/ceph.conf" "$RGW_TOOLS/rgw-restart-gw.sh" start "$DIR"
+  status=$?
+  set -e
+  [ "$status" -eq 0 ] && break
+  echo "rgw-suites: starting RGW failed (try $attempt, exit $status, ports $RGW_PORT-$PORT_MAX); the daemons' logs end:" >&2
+  for f in "$DIR"/log/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 15 "$f" >&2; }; done
+  "$RGW_TOOLS/rgw-down.sh" "$DIR" >/dev/null 2>&1 || true
+  DIR=""
+done
+if [ -z "$DIR" ]; then echo "rgw-suites: FAILED: RGW did not start in three tries" >&2; exit 1; fi
+export CEPH_CONF="$DIR/ceph.conf"
 echo "rgw-suites: RGW ready after $(( $(date +%s) - started )) s"
 
 export TEST_S3_ENDPOINT="http://127.0.0.1:$RGW_PORT" TEST_S3_ACCESS_KEY_ID=dsaccess TEST_S3_SECRET_ACCESS_KEY=dssecret
@@ -76,6 +99,7 @@ run_suites s3-suites \
   test/http/s3-startup.test.ts \
   test/http/operations.test.ts \
   test/faults/store-down.test.ts \
+  test/faults/store-hangs.test.ts \
   test/faults/crash.test.ts \
   test/faults/abort-failure.test.ts \
   test/faults/stray-uploads.test.ts \
@@ -84,6 +108,8 @@ run_suites s3-suites \
   test/http/tus-client.test.ts \
   test/http/tus-sweep.test.ts \
   test/faults/tus-faults.test.ts \
+  test/faults/terminate-interrupted.test.ts \
+  test/limits/account-slots.test.ts \
   --grep 'local store|operations: metrics|operations: graceful shutdown' --invert
 
 run_suites real-store-only 'test/real-s3/*.test.ts'

@@ -1,8 +1,8 @@
 // The deployment files, read as docker and compose read them: docker-compose.yml
 // (interpolated from .env.example), the Caddyfile, the Dockerfile and
-// .dockerignore. No Docker engine needed, and none can run the compose stack
-// here (its images cannot be pulled); the image itself is built and run by
-// the Docker smoke test (test/docker/image.smoke.ts, .ci/docker-smoke).
+// .dockerignore. No Docker engine needed. The stack itself runs in CI with
+// stand-in images (test/compose-stack, .ci/compose-stack), and the image
+// alone in the Docker smoke test (test/docker/image.smoke.ts, .ci/docker-smoke).
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { parse } from 'yaml';
@@ -51,6 +51,8 @@ function parseEnvFile(text: string): Record<string, string> {
   return Object.fromEntries(entries);
 }
 const exampleEnv = parseEnvFile(read('.env.example'));
+/** .env as an operator leaves it: every "change me" value changed (the app refuses the placeholders themselves). */
+const operatorEnv = Object.fromEntries(Object.entries(exampleEnv).map(([name, value]) => [name, value.replace('change-me', 'changed')]));
 
 // Compose interpolation: $$ is a literal $; $VAR, ${VAR}, ${VAR:-default},
 // ${VAR-default}, ${VAR:?error}, ${VAR?error}, ${VAR:+other}, ${VAR+other}.
@@ -86,7 +88,7 @@ function environmentOf(name: string): Record<string, string> {
   const pairs = Array.isArray(env)
     ? env.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)])
     : Object.entries(env).map(([key, value]) => [key, value === null ? '' : String(value)]);
-  return Object.fromEntries(pairs.map(([key, value]) => [key, interpolate(value as string, exampleEnv)]));
+  return Object.fromEntries(pairs.map(([key, value]) => [key, interpolate(value as string, operatorEnv)]));
 }
 
 /** Seconds in a Go-style duration (compose and MinIO): 45s, 1m30s, 24h. */
@@ -173,7 +175,12 @@ describe('docker-compose.yml', () => {
     expect(configVariables).to.include.members(keys);
   });
 
-  it('when the environment comes from .env.example, then the server accepts it and reaches the compose services', () => {
+  it('when .env.example is used as it is, with its placeholder secrets, then the app refuses to start naming them (issue 21)', () => {
+    const pairs = Object.entries(service('app').environment as Record<string, string | null>).map(([key, value]) => [key, interpolate(value === null ? '' : String(value), exampleEnv)]);
+    expect(() => loadConfig(Object.fromEntries(pairs))).to.throw(/S3_SECRET_ACCESS_KEY: is still the .env.example placeholder[\s\S]*DATABASE_URL: has the .env.example placeholder/);
+  });
+
+  it('when the environment comes from .env.example with its "change me" values changed, then the server accepts it and reaches the compose services', () => {
     const env = environmentOf('app');
     const config = loadConfig(env);
     const database = new URL(config.databaseUrl ?? '');
@@ -284,7 +291,7 @@ describe('docker-compose.yml', () => {
 
   it('when minio-init runs, then its script reads only its own environment and grants the app the bucket', () => {
     const command = service('minio-init').command;
-    const script = interpolate(Array.isArray(command) ? command.join(' ') : (command ?? ''), exampleEnv);
+    const script = interpolate(Array.isArray(command) ? command.join(' ') : (command ?? ''), operatorEnv);
     const env = environmentOf('minio-init');
     expect(Object.keys(env)).to.include.members(referencedNames(script));
     expect(script).to.include('mc mb --ignore-existing "local/$S3_BUCKET"');
@@ -343,7 +350,7 @@ describe('Dockerfile', () => {
     expect(JSON.parse(last('CMD') || '[]')).to.deep.equal(['node', 'bin/dropstream.js', 'serve']);
   });
 
-  it('when the runtime stage is assembled, then it holds what serve loads and the settings npm start sets', () => {
+  it('when the runtime stage is assembled, then it holds what serve loads and the allocator settings the launcher sets', () => {
     const copied = runtime.lines.filter(([op]) => op === 'COPY').map(([, args]) => args.split(/\s+/).at(-1));
     expect(copied).to.include.members(['./node_modules', './dist', './prisma', './bin', './package.json']);
     const env = runtime.lines.filter(([op]) => op === 'ENV').map(([, args]) => args).join(' ');
