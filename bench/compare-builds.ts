@@ -2,14 +2,14 @@
 // side in one session, alternately, against the same s3rver, PostgreSQL
 // database and Redis, and prints medians and ratios.
 //
-//   cp -r dist prisma bench/data/before/          # before the change
+//   cp -r dist prisma package.json bench/data/before/   # before the change
 //   ...change src..., npm run build
 //   npx tsx bench/compare-builds.ts [--a bench/data/before] [--b .] [--reps 5]
 //       [--a-env '{"S3_PARTS_IN_FLIGHT":"1"}'] [--b-env '{...}']   (settings per side;
 //        REDIS_URL "" runs that side's limits in memory)
 //       [--upload 1024] [--download 1024] [--metadata /api/v1/files/{id}] [--seconds 10]
 //
-// Each build is a folder holding dist/ and prisma/ (the server finds its
+// Each build is a folder holding dist/, prisma/ and package.json (the server finds its
 // migrations next to dist/). Only the parts asked for run: --upload (MiB,
 // S3), --download (MiB, whole, S3) and/or --metadata (a path; autocannon at
 // 50 connections).
@@ -113,11 +113,11 @@ try {
     await cannon('A', 2);
     await cannon('B', 2);
     const res = await alternate(['A', 'B'] as const, reps, async (side) => {
-      const r = await cannon(side, Number(values.seconds));
+      const { result: r, watch: w } = await watch({ server: servers[side]!.proc.pid }, () => cannon(side, Number(values.seconds)));
       if (r.non2xx) throw new Error(`${side}: ${r.non2xx} non-2xx answers`);
-      return { req_s: Math.round(r.requests.average), p50_ms: r.latency.p50, p99_ms: r.latency.p99 };
+      return { req_s: Math.round(r.requests.average), p50_ms: r.latency.p50, p99_ms: r.latency.p99, peak_rss_mib: w.peakRssMib.server!, server_cpu_pct: w.cpuPct.server! };
     });
-    for (const key of ['req_s', 'p50_ms', 'p99_ms']) show(`GET ${path}`, key, res);
+    for (const key of ['req_s', 'p50_ms', 'p99_ms', 'peak_rss_mib', 'server_cpu_pct']) show(`GET ${path}`, key, res);
   }
 } finally {
   await Promise.all(Object.values(servers).map((s) => s.proc.stop()));

@@ -10,7 +10,7 @@
 //   4. a second start on the same DATA_DIR (no migrations), peak and idle.
 // With --postgres, the same for DATABASE_URL=<a new database on that server>
 // (the comparison figure). Runs the compiled build (npm run build first) with
-// the allocator settings `npm start` uses. Prints a JSON line per run and a
+// the allocator settings the launcher sets. Prints a JSON line per run and a
 // table of medians; nothing else is written.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';

@@ -60,7 +60,7 @@ export interface Side {
 }
 
 export interface Comparison {
-  scenario: 'uploads' | 'resumable' | 'concurrency' | 'downloads' | 'metadata' | 'roundtrips' | 'knobs';
+  scenario: 'uploads' | 'resumable' | 'resumable-cuts' | 'concurrency' | 'downloads' | 'metadata' | 'roundtrips' | 'knobs' | 'soak';
   /** e.g. "s3, 1024 MiB" */
   case: string;
   reps: number;
@@ -68,6 +68,8 @@ export interface Comparison {
   /** Named ratios of medians, e.g. {"MB/s vs direct lib-storage": 0.83}. */
   ratios: Record<string, number>;
   notes?: string[];
+  /** Peak RSS right after start, before any request, MiB, by party (uploads: for the idle target). */
+  startupRssMib?: Record<string, number>;
 }
 
 export function side(label: string, samples: Record<string, number>[]): Side {

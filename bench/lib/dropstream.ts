@@ -10,7 +10,8 @@ import { start, type Proc } from './proc.js';
 const exec = promisify(execFile);
 
 export const PG = { host: '127.0.0.1', port: 5432, user: 'postgres' };
-export const REDIS_URL = 'redis://127.0.0.1:6379';
+/** The Redis the benches use; BENCH_REDIS_URL names another (a private one keeps other clients' reads out of bench/roundtrips.ts). */
+export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export interface BenchDatabase {
   name: string;
@@ -31,8 +32,9 @@ export async function createDatabase(): Promise<BenchDatabase> {
 }
 
 /**
- * The allocator settings `npm start` and the Docker image use: glibc returns
- * freed part buffers to the system at once (README, Objects in S3).
+ * The allocator settings `dropstream serve` (bin/dropstream.js) and the Docker
+ * image use: glibc returns freed part buffers to the system at once
+ * (docs/performance.md, Memory).
  */
 export const MALLOC_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
 

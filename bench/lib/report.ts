@@ -67,7 +67,49 @@ export function targets(results: Comparison[]): Target[] {
     const context = proxy === undefined ? '' : ` (a bare node:http proxy: ${proxy}x; ours ${vsProxy}x of that proxy)`;
     out.push({ target: `download ${c.case}: >= ${min}x direct GetObject`, measured: `${v}x${context}`, met: v! >= min });
   }
+  // bench/scenarios/resumable.ts: each tus way of sending the file at least 0.9x the plain upload's MB/s.
+  for (const c of results.filter((r) => r.scenario === 'resumable')) {
+    for (const [name, v] of Object.entries(c.ratios)) {
+      const tus = name.includes(':') ? name.slice(0, name.indexOf(':')) : c.sides[0]?.label ?? 'tus';
+      out.push({ target: `resumable ${c.case}, ${tus}: >= 0.9x the plain upload`, measured: `${v}x`, met: v >= 0.9 });
+    }
+  }
   out.push(...metadataTargets(results));
+  out.push(...memoryTargets(results));
+  return out;
+}
+
+/** Issue 24: memory against the peers on the same machine, and back after load. */
+function memoryTargets(results: Comparison[]): Target[] {
+  const out: Target[] = [];
+  const partyMedian = (c: Comparison | undefined, label: string, key: string) => c?.sides.find((s) => s.label === label)?.median[key];
+  const first = results.find((r) => r.scenario === 'uploads' && r.case.startsWith('s3') && r.startupRssMib);
+  const ours = first?.startupRssMib?.dropstream;
+  const tus = first?.startupRssMib?.['tus-node-server'];
+  if (ours !== undefined && tus !== undefined) {
+    out.push({ target: 'idle after start (PostgreSQL, S3): <= 1.2x tus-node-server', measured: `${(ours / tus).toFixed(2)}x (${ours} vs ${tus} MiB)`, met: ours <= 1.2 * tus });
+  }
+  const big = find(results, 'uploads', 's3, 5120 MiB');
+  const bigOurs = oursMedian(big, 'peak_rss_mib');
+  const bigTus = partyMedian(big, 'tus-node-server', 'peak_rss_mib');
+  if (bigOurs !== undefined && bigTus !== undefined) {
+    out.push({ target: 'peak RSS, one 5 GiB upload: <= tus-node-server', measured: `${bigOurs} vs ${bigTus} MiB`, met: bigOurs <= bigTus });
+  }
+  for (const c of results.filter((r) => r.scenario === 'metadata')) {
+    const o = oursMedian(c, 'server_peak_rss_mib') ?? oursMedian(c, 'peak_rss_mib');
+    const ceiling = c.sides.find((s) => s.label.startsWith('ceiling party, key cached'));
+    const top = ceiling?.median.server_peak_rss_mib ?? ceiling?.median.peak_rss_mib;
+    if (o !== undefined && top !== undefined) {
+      out.push({ target: `${c.case}: peak RSS <= 1.25x the ceiling party's`, measured: `${(o / top).toFixed(2)}x (${o} vs ${top} MiB)`, met: o <= 1.25 * top });
+    }
+  }
+  // The MB/s of 32 uploads before the shared part buffers (bench/RESULTS.md of 2026-11-23): memory must not cost speed.
+  const c32 = oursMedian(find(results, 'concurrency', '32 x 64 MiB'), 'mb_s');
+  if (c32 !== undefined) out.push({ target: '32 concurrent 64 MiB uploads: >= 0.95x the 176.35 MB/s of 2026-11-23', measured: `${(c32 / 176.35).toFixed(2)}x (${c32} MB/s)`, met: c32 >= 0.95 * 176.35 });
+  for (const c of results.filter((r) => r.scenario === 'soak')) {
+    const v = c.ratios['idle after / after start']!;
+    out.push({ target: `idle after ${c.case}: <= 1.25x idle after start`, measured: `${v}x (${oursMedian(c, 'idle_after_soak_mib')} vs ${oursMedian(c, 'idle_after_start_mib')} MiB)`, met: v <= 1.25 });
+  }
   return out;
 }
 
@@ -100,6 +142,9 @@ function metadataTargets(results: Comparison[]): Target[] {
 
 const COLUMNS: Record<string, string> = {
   mb_s: 'MB/s',
+  resent_pct: 'resent, % of the file',
+  resume_after_cut_s: 's from the cut to the resuming PATCH',
+  finish_after_cut_s: 's from the cut to the end',
   seconds: 's',
   peak_rss_mib: 'peak RSS MiB',
   party_cpu_pct: 'CPU %',
@@ -145,10 +190,12 @@ function table(comparisons: Comparison[]): string[] {
 const SECTIONS: [Comparison['scenario'], string, string][] = [
   ['uploads', 'Uploads, one at a time', 'Our server (`node bin/dropstream.js serve`, PostgreSQL, Redis) against the limit (direct lib-storage into the same s3rver with the same 8 MiB parts, 2 in flight / a bare Node process piping to a file) and the peers. Peak RSS is the party\'s own process (server, or the direct uploader). CPU % is of one core; machine CPU % is of both cores (100 = saturated).'],
   ['resumable', 'Resumable uploads (tus) against the plain upload', 'The same bytes into the same server: `POST /api/v1/uploads` and PATCHes of 64 MiB (tus) against one multipart `POST /api/v1/files/upload`. Peak RSS is the server\'s. Target: at least 0.9x the plain upload\'s MB/s.'],
+  ['resumable-cuts', 'Resumable uploads through a cut connection (tus-js-client)', 'tus-js-client 4 (default retry delays 0, 1, 3, 5 s, the whole file in one PATCH) uploads 256 MiB through a TCP proxy (`test/helpers/cutting-proxy.ts`) that cuts the connection once a third of the file has passed: *silent* closes only the client\'s side (the server\'s stays open and hears nothing more: a laptop changing networks), *reset* closes both. The peer is tus-node-server (`@tus/server` with `@tus/file-store` or `@tus/s3-store`, `bench/procs/tus-server.ts`). Resent is what the client sent through the proxy beyond the file\'s size (issue 19: at most 5%); the seconds run from the cut to the start of the PATCH that resumed (the takeover: HEAD, the old request letting go) and to tus-js-client\'s success (which adds the rest of the file at each server\'s speed; ours hashes and fsyncs). Stored sizes (and our SHA-256) are checked.'],
   ['concurrency', 'Concurrent 64 MiB uploads (S3)', 'Total MB/s over all uploads; peak RSS of the server (ours) or of the one uploading process (direct).'],
   ['downloads', 'Downloads (S3)', 'Our public link against a bare node:http proxy (`bench/procs/download-proxy.ts`: GetObject piped to the response, no framework, database, limit or log line: what one more hop between s3rver and the client costs on these two cores) and a GetObject of the same key straight from s3rver; all read by a client process that discards the bytes.'],
   ['knobs', 'Memory knobs (our server alone, one run each)', 'Peak RSS and throughput of one 1 GiB upload and of 32 simultaneous 64 MiB uploads under other settings. Part buffers per upload are S3_PARTS_IN_FLIGHT x S3_PART_SIZE; `--max-semi-space-size=1` (V8 flag, via NODE_OPTIONS) makes V8 collect the 64 KiB socket reads sooner.'],
   ['metadata', 'Metadata endpoints (autocannon, 50 connections)', 'Our server with PostgreSQL and Redis (rate limits counted in Redis on every request, one log line per request) against the ceiling party (`bench/procs/ceiling.ts`: Koa + @koa/router + pg + ioredis on the same database, Redis and account, per request the key\'s SHA-256 -> account and plan in one SQL join (once a second per key when cached, as ours; every request when not), both counters in one Redis script, the row(s), the same JSON (checked), one pino line) and a bare Koa app answering the same JSON from memory. The 100,000-file account\'s rows are inserted by SQL and its counters set by `dropstream gc`; the last page is OFFSET 99,980.'],
+  ['soak', 'Soak: memory back after mixed load (S3)', 'Our server on s3rver takes plain and resumable uploads of 1-48 MiB, whole downloads of them and metadata requests at 16 connections for a few minutes (`bench/scenarios/soak.ts`); idle is VmRSS after 30 s without requests, right after start, after a warm-up of one request of each kind, and after the soak. Target: idle after the soak within 1.25x of idle after start.'],
   ['roundtrips', 'Round trips per request', 'SQL statements (pg_stat_statements, top-level statements, on a private PostgreSQL) and Redis round trips (MONITOR, commands carrying our key prefix, a MULTI/EXEC block counted once, nothing a Lua script runs inside Redis) per request, averaged over the requests of each case sent one at a time after a warm-up (so our key cache is warm: its lookup, three statements, happens once a second per key). Local object store; the runs column is the number of requests.'],
 ];
 

@@ -2,10 +2,13 @@
 // pg_stat_statements on a PostgreSQL cluster of our own (the extension must
 // be preloaded, which the machine's shared server is not; top-level
 // statements only, so a foreign-key check inside an INSERT is not counted),
-// Redis round trips by MONITOR on the shared Redis: the connections that
-// send commands carrying our key prefix are ours, a MULTI ... EXEC block is
-// one round trip (ioredis sends it in one write), and commands a Lua script
-// runs inside Redis are not round trips. Requests go one at a time, so nothing is batched across
+// Redis commands by MONITOR on the shared Redis (the connections that send
+// commands carrying our key prefix are ours; commands a Lua script runs
+// inside Redis are not counted), and Redis round trips by the read events
+// Redis processed meanwhile (INFO stats, total_reads_processed): commands
+// sent in one write (a pipeline, a MULTI ... EXEC block) are one read, and a
+// command sent after another's reply is another. Nothing else may use the
+// Redis while a case is counted. Requests go one at a time, so nothing is batched across
 // requests; under load Prisma batches concurrent findUnique calls and the
 // SQL count per request can only be lower.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,7 +29,7 @@ export interface RoundTripCount {
   requests: number;
   /** SQL statements per request (BEGIN and COMMIT count: each is a round trip). */
   sql: number;
-  /** Redis round trips per request (a MULTI ... EXEC block is one). */
+  /** Redis round trips per request (commands in one write, as a pipeline or MULTI ... EXEC block, are one). */
   redis: number;
   /** Per request, by normalised statement text (shortened). */
   sqlStatements: Record<string, number>;
@@ -51,6 +54,8 @@ export class RoundTripCounter {
     private readonly admin: pg.Client,
     private readonly dbOid: number,
     private readonly monitor: Redis,
+    /** Reads INFO stats; its own INFO calls are taken off the count. */
+    private readonly stats: Redis,
     private readonly prefix: string,
     /** Database the measured servers use. */
     readonly databaseUrl: string,
@@ -73,7 +78,8 @@ export class RoundTripCounter {
       const base = new Redis(redisUrl, { lazyConnect: true });
       const monitor = await base.monitor();
       base.disconnect();
-      return new RoundTripCounter(cluster, admin, oid, monitor, prefix, cluster.url.replace(/\/postgres$/, '/bench'));
+      const stats = new Redis(redisUrl);
+      return new RoundTripCounter(cluster, admin, oid, monitor, stats, prefix, cluster.url.replace(/\/postgres$/, '/bench'));
     } catch (err) {
       cluster.destroy();
       throw err;
@@ -83,9 +89,12 @@ export class RoundTripCounter {
   async count(c: RoundTripCase): Promise<RoundTripCount> {
     await this.admin.query('SELECT pg_stat_statements_reset()');
     this.redisSeen = [];
+    const readsBefore = await this.redisReads();
     for (let i = 0; i < c.requests; i++) await c.send(i);
     // Work after the response (download counts, refunds) and the statistics collector.
     await sleep(500);
+    // Less the INFO that read the count after.
+    const reads = (await this.redisReads()) - readsBefore - 1;
     const rows = (
       await this.admin.query<{ query: string; calls: string }>('SELECT query, calls FROM pg_stat_statements WHERE dbid = $1 ORDER BY calls DESC', [this.dbOid])
     ).rows;
@@ -99,24 +108,23 @@ export class RoundTripCounter {
     for (const k of Object.keys(sqlStatements)) sqlStatements[k] = per(sqlStatements[k]!, c.requests);
     const ours = new Set(this.redisSeen.filter((l) => l.args.some((a) => a.includes(this.prefix))).map((l) => l.source));
     const redisCommands: Record<string, number> = {};
-    let redis = 0;
-    const inMulti = new Set<string>();
     for (const { source, args } of this.redisSeen) {
       if (!ours.has(source)) continue;
       const name = args[0]!.toUpperCase();
       redisCommands[name] = (redisCommands[name] ?? 0) + 1;
-      if (name === 'MULTI') {
-        inMulti.add(source);
-        redis += 1;
-      } else if (name === 'EXEC') inMulti.delete(source);
-      else if (!inMulti.has(source)) redis += 1;
     }
     for (const k of Object.keys(redisCommands)) redisCommands[k] = per(redisCommands[k]!, c.requests);
-    return { case: c.name, requests: c.requests, sql: per(sql, c.requests), redis: per(redis, c.requests), sqlStatements, redisCommands };
+    return { case: c.name, requests: c.requests, sql: per(sql, c.requests), redis: per(reads, c.requests), sqlStatements, redisCommands };
+  }
+
+  /** Read events Redis has processed, over all clients (this INFO's own read included). */
+  private async redisReads(): Promise<number> {
+    return Number(/total_reads_processed:(\d+)/.exec(await this.stats.info('stats'))![1]);
   }
 
   async close(): Promise<void> {
     this.monitor.disconnect();
+    this.stats.disconnect();
     await this.admin.end().catch(() => {});
     this.cluster.destroy();
   }

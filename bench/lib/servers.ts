@@ -32,6 +32,9 @@ export async function startS3rver(): Promise<{ proc: Proc; endpoint: string; dir
 export const startTus = (endpoint: string, bucket: string, tmpDir: string) =>
   startServer('tus-server', 'tus-server', [JSON.stringify({ endpoint, bucket, partSize: 8 * 1024 * 1024 })], { TMPDIR: tmpDir });
 
+/** tus-node-server with @tus/file-store, writing into `directory`. */
+export const startTusFiles = (directory: string) => startServer('tus-server-files', 'tus-server', [JSON.stringify({ directory })]);
+
 export const startMulter = (endpoint: string, bucket: string) => startServer('multer-server', 'multer-server', [JSON.stringify({ endpoint, bucket })]);
 
 /** A bare node:http server piping GetObject of GET /<key> to the response (bench/procs/download-proxy.ts). */

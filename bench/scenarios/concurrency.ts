@@ -2,10 +2,12 @@
 // into s3rver: total MB/s and the server's peak RSS. 32 is the default
 // UPLOAD_CONCURRENCY, so the last case is a full server. In full mode the
 // same number of simultaneous direct lib-storage uploads (one process) runs
-// alternately as the limit; --quick runs our side only, once.
+// alternately as the limit; --quick runs our side only, once. Last, the
+// noisy-neighbour case (noisy-neighbour.ts).
 import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
 import { alternate } from '../lib/measure.js';
 import { MiB } from '../lib/proc.js';
+import { noisyNeighbour } from './noisy-neighbour.js';
 import { directS3Party, dropstreamParty, type UploadSample } from '../lib/uploads.js';
 
 const SIZE = 64 * MiB;
@@ -32,6 +34,7 @@ export async function concurrency(b: Bench, log: (s: string) => void): Promise<C
       if (sides[1]) ratios[`MB/s vs ${DIRECT}`] = ratio(ours.mb_s, sides[1].median.mb_s!);
       out.push({ scenario: 'concurrency', case: `${count} x 64 MiB`, reps, sides, ratios });
     }
+    out.push(await noisyNeighbour(server, b.quick, log));
   } finally {
     await server.proc.stop();
   }

@@ -18,6 +18,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
+import { newFileId } from '../../src/files/file-rows.js';
 import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
 import { admin, auth, REDIS_URL, type Dropstream } from '../lib/dropstream.js';
 import { alternate, round, watch } from '../lib/measure.js';
@@ -106,12 +107,15 @@ async function accountWithFiles(b: Bench, server: Dropstream, count: number): Pr
   await client.connect();
   try {
     const id = Number(created.account_id);
+    // Ids are random, as the service draws them (src/files/file-rows.ts), and distinct.
+    const ids = new Set<number>();
+    while (ids.size < count) ids.add(newFileId());
     await client.query(
-      `INSERT INTO files (account_id, filename, size, sha256, storage_key, link_token, download_count, created_at)
-       SELECT ${id}, 'file-' || n || '.bin', 1000 + n, repeat('0', 64), 'many/${id}/' || n, 'many${id}x' || lpad(n::text, 12, '0'), 0,
+      `INSERT INTO files (id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at)
+       SELECT file_id, ${id}, 'file-' || n || '.bin', 1000 + n, repeat('0', 64), 'many/${id}/' || n, 'many${id}x' || lpad(n::text, 12, '0'), 0,
               timestamp '2026-01-01' + n * interval '1 second'
-       FROM generate_series(1, $1::integer) AS n`,
-      [count],
+       FROM unnest($1::integer[]) WITH ORDINALITY AS u(file_id, n)`,
+      [[...ids]],
     );
     await client.query('VACUUM ANALYZE files');
   } finally {

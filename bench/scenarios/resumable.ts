@@ -4,12 +4,14 @@
 // throughput ratio (target >= 0.9x) and the server's peak RSS. Each PATCH
 // ends by waiting for its parts to be stored (the offset it reports must be
 // durable), a pause of about partsInFlight x partSize at s3rver's speed.
+// Then the same through a cut connection (resumable-cuts.ts).
 import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
 import { auth, deleteFile, headDownload, type Dropstream } from '../lib/dropstream.js';
 import { sha256Of } from '../lib/bytes.js';
 import { alternate, watch } from '../lib/measure.js';
 import { MiB } from '../lib/proc.js';
 import { accepted, check, client, dropstreamParty, sample, type UploadParty, type UploadSample } from '../lib/uploads.js';
+import { resumableCuts } from './resumable-cuts.js';
 
 const PLAIN = 'dropstream multipart';
 const CHUNK = 64 * MiB;
@@ -67,5 +69,7 @@ export async function resumable(b: Bench, log: (s: string) => void): Promise<Com
       await server.proc.stop();
     }
   }
+  // Then through a connection that dies, against tus-node-server (resumable-cuts.ts).
+  out.push(...(await resumableCuts(b, log, b.s3)));
   return out;
 }

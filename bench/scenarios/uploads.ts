@@ -45,7 +45,8 @@ async function compare(b: Bench, store: string, all: UploadParty[], idle: Record
     const ratios: Record<string, number> = {};
     for (const other of sides.slice(1)) ratios[`MB/s vs ${other.label}`] = ratio(ours.mb_s, other.median.mb_s!);
     const notes = [`peak RSS right after start, before any request: ${Object.entries(idle).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ')}`];
-    out.push({ scenario: 'uploads', case: `${store}, ${size / MiB} MiB`, reps, sides, ratios, ...(out.length ? {} : { notes }) });
+    const startupRssMib = Object.fromEntries(Object.entries(idle).map(([k, v]) => [k, Math.round((v / MiB) * 10) / 10]));
+    out.push({ scenario: 'uploads', case: `${store}, ${size / MiB} MiB`, reps, sides, ratios, ...(out.length ? {} : { notes, startupRssMib }) });
   }
   return out;
 }

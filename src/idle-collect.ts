@@ -1,0 +1,69 @@
+// Memory back after load. Under load V8 grows its heap (old space fills with
+// what requests promoted, freed socket and part buffers wait for a
+// collection that only allocation triggers), and a server that then goes
+// quiet allocates nothing, so nothing collects it: the soak in
+// bench/scenarios/soak.ts measured the process resting at its peak. One full
+// collection once requests stop gives the heap's pages and the freed
+// buffers back to the system.
+import type { Server } from 'node:http';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/** V8's gc(): Node's own, when started with --expose-gc; otherwise exposed for a moment (as Node's docs for setFlagsFromString show). */
+type Collect = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
+
+function findCollector(): Collect {
+  const own = (globalThis as { gc?: Collect }).gc;
+  if (typeof own === 'function') return own;
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as Collect;
+  setFlagsFromString('--no-expose-gc');
+  return gc;
+}
+
+/** What V8 holds: its heap and the memory of buffers it tracks. */
+function held(): number {
+  const heap = getHeapStatistics();
+  return heap.total_heap_size + heap.external_memory;
+}
+
+export interface IdleCollectOptions {
+  /** A period without a new request after which the collection runs. */
+  quietMs: number;
+  /** Growth since the last collection (or start) below which there is nothing worth collecting. */
+  minGrowthBytes: number;
+  /** Told what a collection gave back (the server logs it at debug level). */
+  onCollect?: (report: { freed_mib: number; took_ms: number }) => void;
+}
+
+/**
+ * Collects once when `servers` have had no new request for quietMs after a
+ * burst that grew V8's memory by minGrowthBytes; a health check every few
+ * seconds grows nothing and triggers nothing. Returns the function that stops it.
+ */
+export function collectWhenIdle(servers: Server[], options: IdleCollectOptions): () => void {
+  const gc = findCollector();
+  let requests = 0;
+  let seen = 0;
+  let baseline = held();
+  const count = () => void (requests += 1);
+  for (const server of servers) server.on('request', count);
+  const timer = setInterval(() => {
+    if (requests !== seen) {
+      seen = requests;
+      return;
+    }
+    const before = held();
+    if (before - baseline < options.minGrowthBytes) return;
+    const started = performance.now();
+    // 'last-resort' is V8's collection under memory pressure: it also unmaps
+    // the free pages V8 keeps pooled for reuse, which a regular one leaves.
+    gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    baseline = held();
+    options.onCollect?.({ freed_mib: Math.round((before - baseline) / 1048576), took_ms: Math.round(performance.now() - started) });
+  }, options.quietMs).unref();
+  return () => {
+    clearInterval(timer);
+    for (const server of servers) server.off('request', count);
+  };
+}

@@ -1,0 +1,87 @@
+// collectWhenIdle (src/idle-collect.ts): one collection once requests stop
+// after a burst that grew V8's memory; none while they go on, none after a
+// burst that grew nothing, none after it is stopped.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import { collectWhenIdle } from '../src/idle-collect.js';
+
+const MiB = 1024 * 1024;
+let kept: unknown[] = [];
+
+/** A server whose requests leave garbage behind: `garbageMiB` of JS objects each. */
+async function serverMaking(garbageMiB: number): Promise<{ server: Server; get(): Promise<void> }> {
+  const server = createServer((_req, res) => {
+    // Objects on V8's heap (not buffers), dropped when the next request comes.
+    kept = Array.from({ length: garbageMiB * 16 }, () => new Array(8192).fill(Math.random()));
+    res.end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { server, get: async () => void (await (await fetch(`http://127.0.0.1:${port}/`)).text()) };
+}
+
+describe('collectWhenIdle', () => {
+  const stops: (() => void)[] = [];
+  const servers: Server[] = [];
+  afterEach(async () => {
+    for (const stop of stops.splice(0)) stop();
+    for (const s of servers.splice(0)) await new Promise((resolve) => s.close(resolve));
+    kept = [];
+  });
+
+  it('when requests that grew the heap stop, then one collection runs after the quiet period and gives memory back', async () => {
+    const { server, get } = await serverMaking(16);
+    servers.push(server);
+    const reports: { freed_mib: number; took_ms: number }[] = [];
+    stops.push(collectWhenIdle([server], { quietMs: 150, minGrowthBytes: 8 * MiB, onCollect: (r) => reports.push(r) }));
+    for (let i = 0; i < 6; i++) await get();
+    kept = [];
+    await sleep(700);
+    expect(reports).to.have.length(1);
+    expect(reports[0]!.freed_mib).to.be.greaterThan(8);
+    expect(reports[0]!.took_ms).to.be.at.least(0);
+  });
+
+  it('when requests keep coming, then nothing is collected until they stop', async () => {
+    const { server, get } = await serverMaking(16);
+    servers.push(server);
+    let collections = 0;
+    stops.push(collectWhenIdle([server], { quietMs: 200, minGrowthBytes: 8 * MiB, onCollect: () => collections++ }));
+    const until = Date.now() + 900;
+    while (Date.now() < until) {
+      await get();
+      await sleep(40);
+    }
+    expect(collections).to.equal(0);
+    await sleep(600);
+    expect(collections).to.equal(1);
+  });
+
+  it('when a quiet server gets a request now and then (a health check), then nothing is collected', async () => {
+    const { server, get } = await serverMaking(0);
+    servers.push(server);
+    let collections = 0;
+    stops.push(collectWhenIdle([server], { quietMs: 100, minGrowthBytes: 64 * MiB, onCollect: () => collections++ }));
+    for (let i = 0; i < 4; i++) {
+      await get();
+      await sleep(150);
+    }
+    expect(collections).to.equal(0);
+  });
+
+  it('when it is stopped, then it neither collects nor listens for requests any more', async () => {
+    const { server, get } = await serverMaking(16);
+    servers.push(server);
+    let collections = 0;
+    const before = server.listenerCount('request');
+    const stop = collectWhenIdle([server], { quietMs: 100, minGrowthBytes: 8 * MiB, onCollect: () => collections++ });
+    expect(server.listenerCount('request')).to.equal(before + 1);
+    for (let i = 0; i < 4; i++) await get();
+    stop();
+    expect(server.listenerCount('request')).to.equal(before);
+    await sleep(400);
+    expect(collections).to.equal(0);
+  });
+});
