@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { makeDir } from './make-dir.js';
 
 export const adminTokenPath = (dataDir: string) => join(dataDir, 'admin-token');
 
@@ -19,7 +20,7 @@ export async function resolveAdminToken(configured: string | undefined, dataDir:
   });
   if (existing?.trim()) return existing.trim();
   const token = randomBytes(32).toString('base64url');
-  await mkdir(dataDir, { recursive: true });
+  await makeDir(dataDir);
   // 'wx' refuses to overwrite a token another process wrote meanwhile.
   try {
     await writeFile(path, `${token}\n`, { mode: 0o600, flag: 'wx' });

@@ -9,7 +9,10 @@ import type { FileService } from './files/service.js';
 import type { GcResult } from './http/admin-routes.js';
 import type { ResumableUploads } from './files/resumable.js';
 import type { UploadGate } from './files/upload-gate.js';
-import { adminRoutes } from './http/admin-routes.js';
+import type { AccountSlots } from './files/account-slots.js';
+import type { BodyRateOptions } from './http/body-rate.js';
+import type { Readiness } from './http/readiness.js';
+import { adminRoutes, requireAdminToken } from './http/admin-routes.js';
 import { apiRoutes } from './http/api-routes.js';
 import { downloadRoutes } from './http/download-route.js';
 import { docsRoutes } from './http/docs-routes.js';
@@ -17,18 +20,21 @@ import { errorResponses, lateErrors } from './http/errors.js';
 import { HEALTH_PATHS, healthRoutes } from './http/health-routes.js';
 import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './http/tus-headers.js';
 import { requestLog } from './http/request-log.js';
+import { singleHeaders } from './http/single-headers.js';
 import type { FailureLimits } from './limits/failure-limits.js';
 import type { RequestLimits } from './limits/request-limits.js';
 import type { Metrics } from './metrics.js';
-import type { ObjectStore } from './storage/object-store.js';
 
 export interface AppDeps {
   accounts: AccountService;
   files: FileService;
   /** Resumable uploads (tus) under /api/v1/uploads. */
   resumable?: ResumableUploads;
-  store: ObjectStore;
   uploadGate: UploadGate;
+  /** Uploads per account at once (the plan's concurrent_uploads). */
+  accountSlots: AccountSlots;
+  /** Slowest upload body accepted (UPLOAD_MIN_RATE, UPLOAD_RATE_WINDOW). */
+  bodyRate: BodyRateOptions;
   requestLimits: RequestLimits;
   authFailures: FailureLimits;
   tokenFailures: FailureLimits;
@@ -38,29 +44,31 @@ export interface AppDeps {
   publicUrl: string;
   /** Client addresses from X-Forwarded-For. */
   trustProxy?: boolean;
+  /** How many X-Forwarded-For entries, from the right, our proxies wrote (default 1): the leftmost of them is the client. */
+  trustedProxyHops?: number;
   /** Origins allowed by CORS: none by default, `*` for any. */
   corsOrigins?: string[];
   /** Readiness of the dependencies, for /readyz. */
   readiness: () => Promise<Readiness>;
 }
 
-export interface Readiness {
-  /** false when a dependency the API cannot work without is down. */
-  ready: boolean;
-  checks: Record<string, 'ok' | 'down' | 'degraded' | 'off'>;
-}
+// server.ts reads the type from here.
+export type { Readiness } from './http/readiness.js';
 
 /** The public listener: the versioned API and download links. Does not listen. */
 export function createApp(deps: AppDeps): Koa {
-  const { accounts, files, store, uploadGate, requestLimits, authFailures, tokenFailures, metrics, logger, publicUrl } = deps;
-  const app = new Koa({ proxy: deps.trustProxy ?? false });
+  const { accounts, files, uploadGate, requestLimits, authFailures, tokenFailures, metrics, logger, publicUrl } = deps;
+  // Koa takes the leftmost X-Forwarded-For entry, which the client wrote
+  // itself; maxIpsCount keeps only the entries our proxies appended.
+  const app = new Koa({ proxy: deps.trustProxy ?? false, maxIpsCount: deps.trustedProxyHops ?? 1 });
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable });
-  const downloads = downloadRoutes({ files, store, tokenFailures, metrics, onCountError: (err) => logger.error({ err }, 'download count failed') });
+  const api = apiRoutes({ accounts, files, uploadGate, accountSlots: deps.accountSlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable });
+  const downloads = downloadRoutes({ files, tokenFailures, metrics, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(requestLog(logger, metrics, { quietRoutes: HEALTH_PATHS }));
   app.use(errorResponses(logger, metrics));
+  app.use(singleHeaders());
   if (deps.corsOrigins?.length) app.use(corsFor(deps.corsOrigins));
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
@@ -89,18 +97,23 @@ export interface AdminAppDeps {
   plans: PlanService;
   logger: Logger;
   adminToken: string;
+  /** Wrong admin tokens per client address. */
+  adminFailures?: FailureLimits;
   metrics: Metrics;
   /** One sweep of pending objects and a recount of the file counters (for `dropstream gc`). */
   sweep: (graceSeconds?: number) => Promise<GcResult>;
 }
 
 /** The admin listener: provisioning of accounts, keys and plans. Does not listen. */
-export function createAdminApp({ accounts, plans, logger, adminToken, metrics, sweep }: AdminAppDeps): Koa {
+export function createAdminApp({ accounts, plans, logger, adminToken, adminFailures, metrics, sweep }: AdminAppDeps): Koa {
   const app = new Koa();
   app.on('error', lateErrors(logger));
-  const admin = adminRoutes({ accounts, plans, adminToken, metrics, sweep });
+  const admin = adminRoutes({ accounts, plans, metrics, sweep });
   app.use(requestLog(logger));
   app.use(errorResponses(logger));
+  app.use(singleHeaders());
+  // First, before the body is read and before a route is matched.
+  app.use(requireAdminToken(adminToken, adminFailures, metrics));
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', onError: () => {
     throw badRequest('invalid_json', 'The body must be a JSON object');
   } }));

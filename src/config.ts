@@ -18,6 +18,11 @@ const flag = z
   .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
   .transform((v) => v === 'true' || v === '1');
 
+/** Hosts only this machine can reach: an admin listener there needs no warning. */
+export const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+/** A hand-set admin token for a listener others can reach is at least as long as a generated one's base64url (43). */
+const EXPOSED_ADMIN_TOKEN_MIN = 32;
+
 const schema = z
   .object({
     PORT: port.default(3000),
@@ -33,7 +38,8 @@ const schema = z
     ADMIN_PORT: port.default(3001),
     ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+    STORE: z.enum(['local', 's3']).optional(),
+    S3_ENDPOINT: z.url({ protocol: /^https?$/, error: (issue) => endpointMessage(issue.input) }).optional(),
     S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid bucket name').optional(),
     S3_REGION: z.string().min(1).default('us-east-1'),
     S3_ACCESS_KEY_ID: z.string().min(1).optional(),
@@ -41,11 +47,18 @@ const schema = z
     S3_FORCE_PATH_STYLE: flag.default(false),
     S3_PART_SIZE: integer(5 * MiB, 5 * 1024 * MiB, 'must be bytes from 5 MiB (5242880) to 5 GiB').default(8 * MiB),
     S3_PARTS_IN_FLIGHT: integer(1, 16).default(2),
+    S3_SHARED_PART_BUFFERS: integer(0, 1024).default(4),
     S3_ABORT_INCOMPLETE_DAYS: integer(0, 3650).default(7),
+    STORE_CALL_TIMEOUT: integer(1, 3600).default(10),
+    STORE_MIN_RATE: integer(1024, 10 * 1024 * MiB, 'must be bytes per second from 1024').default(512 * 1024),
+    STORE_READ_IDLE_TIMEOUT: integer(1, 3600).default(30),
     UPLOAD_CONCURRENCY: integer(1, 10_000).default(32),
+    UPLOAD_MIN_RATE: integer(0, 1024 * MiB, 'must be bytes per second from 0 (no cut) to 1073741824').default(1024),
+    UPLOAD_RATE_WINDOW: integer(1, 3600).default(30),
     REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/, 'letters, digits, : _ - (at most 64)').default('dropstream'),
     TRUST_PROXY: flag.default(false),
+    TRUSTED_PROXY_HOPS: integer(1, 10).default(1),
     CORS_ORIGINS: z
       .string()
       .regex(/^(\*|https?:\/\/[^,\s]+(,https?:\/\/[^,\s]+)*)$/, 'must be * or a comma-separated list of http(s) origins')
@@ -53,16 +66,33 @@ const schema = z
     LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
     SHUTDOWN_TIMEOUT: integer(0, 3600).default(30),
     HEADERS_TIMEOUT: integer(1, 600).default(20),
+    MAX_CONNECTIONS_PER_ADDRESS: integer(0, 1_000_000).default(256),
     IDLE_TIMEOUT: integer(1, 3600).default(60),
     GC_GRACE: integer(0, 30 * 86_400).default(3600),
     GC_INTERVAL: integer(0, 86_400).default(600),
     RESUMABLE_EXPIRY: integer(1, 30 * 86_400).default(86_400),
+    RESUMABLE_TAKEOVER_TIMEOUT: integer(0, 600).default(10),
     AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
   })
   .superRefine((env, ctx) => {
     if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
       ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when S3_ENDPOINT or S3 credentials are set' });
+    }
+    // .env.example's secrets are "change-me-..." placeholders; a stack started with them would run on public secrets.
+    const placeholder = (value: string | undefined) => value?.includes('change-me') ?? false;
+    for (const name of ['S3_SECRET_ACCESS_KEY', 'ADMIN_TOKEN'] as const) {
+      if (placeholder(env[name])) ctx.addIssue({ code: 'custom', path: [name], message: 'is still the .env.example placeholder: change it' });
+    }
+    if (env.DATABASE_URL && placeholder(decodeURIComponent(new URL(env.DATABASE_URL).password))) {
+      ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'has the .env.example placeholder as its password (POSTGRES_PASSWORD): change it' });
+    }
+    if (env.STORE === 's3' && !env.S3_BUCKET) {
+      ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when STORE is s3' });
+    }
+    // Explicit beats implicit, but not silently: objects would go to DATA_DIR while the operator set up a bucket.
+    if (env.STORE === 'local' && env.S3_BUCKET) {
+      ctx.addIssue({ code: 'custom', path: ['STORE'], message: 'is local but S3_BUCKET is set: unset S3_BUCKET (and the other S3_ settings), or set STORE=s3' });
     }
     // The bucket's lifecycle rule aborts a multipart upload that many days
     // after it began, however recently it was written to: a resumable upload
@@ -73,6 +103,13 @@ const schema = z
         code: 'custom',
         path: ['RESUMABLE_EXPIRY'],
         message: `is longer than S3_ABORT_INCOMPLETE_DAYS (${env.S3_ABORT_INCOMPLETE_DAYS} days, ${env.S3_ABORT_INCOMPLETE_DAYS * 86_400} s), after which the bucket aborts a resumable upload's parts; lower it or raise S3_ABORT_INCOMPLETE_DAYS`,
+      });
+    }
+    if (env.ADMIN_TOKEN && !isLoopback(env.ADMIN_HOST) && env.ADMIN_TOKEN.length < EXPOSED_ADMIN_TOKEN_MIN) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ADMIN_TOKEN'],
+        message: `must be at least ${EXPOSED_ADMIN_TOKEN_MIN} characters when ADMIN_HOST (${env.ADMIN_HOST}) is not loopback; generate one with: openssl rand -base64 32`,
       });
     }
     if (!env.S3_ACCESS_KEY_ID !== !env.S3_SECRET_ACCESS_KEY) {
@@ -97,15 +134,38 @@ const schema = z
     shutdownTimeout: env.SHUTDOWN_TIMEOUT,
     /** Seconds a client has to send its request headers (stops slow-loris clients). */
     headersTimeout: env.HEADERS_TIMEOUT,
+    /**
+     * Connections one peer address may hold open on the public listener; more
+     * are closed as they come. 0: no cap. The peer is the socket's, not
+     * X-Forwarded-For's: behind a proxy, every connection is the proxy's.
+     */
+    maxConnectionsPerAddress: env.MAX_CONNECTIONS_PER_ADDRESS,
     /** Seconds a connection may stay silent mid-request; a long upload that keeps sending is never cut. */
     idleTimeout: env.IDLE_TIMEOUT,
     uploadConcurrency: env.UPLOAD_CONCURRENCY,
+    /**
+     * Deadlines of object store calls (storage/store-deadlines.ts): a call
+     * without a body (and a read's first byte) gets STORE_CALL_TIMEOUT; a
+     * write of n bytes that plus n / STORE_MIN_RATE; a read waits at most
+     * STORE_READ_IDLE_TIMEOUT for its next bytes.
+     */
+    storeDeadlines: { callMs: env.STORE_CALL_TIMEOUT * 1000, minRate: env.STORE_MIN_RATE, readIdleMs: env.STORE_READ_IDLE_TIMEOUT * 1000 },
+    /** Bytes per second an upload body must average over uploadRateWindow, or it is cut with 408; 0: never cut. */
+    uploadMinRate: env.UPLOAD_MIN_RATE,
+    /** Seconds over which an upload body's rate is averaged. */
+    uploadRateWindow: env.UPLOAD_RATE_WINDOW,
     /** Shared rate-limit counters; absent means in-memory, per instance. */
     redisUrl: env.REDIS_URL,
     /** Prefix of every Redis key, so deployments can share one Redis. */
     redisKeyPrefix: env.REDIS_KEY_PREFIX,
     /** Take the client address from X-Forwarded-For (behind a reverse proxy). */
     trustProxy: env.TRUST_PROXY,
+    /**
+     * Proxies of ours in front (each appends the address it saw to
+     * X-Forwarded-For): the client is the entry that many from the right.
+     * Entries further left were written by the client and are not believed.
+     */
+    trustedProxyHops: env.TRUSTED_PROXY_HOPS,
     /** Browser origins allowed to call the API (CORS); absent means none. */
     corsOrigins: env.CORS_ORIGINS === undefined ? [] : env.CORS_ORIGINS.split(','),
     /** Seconds an upload must have been silent before the sweep treats it as abandoned. */
@@ -114,10 +174,14 @@ const schema = z
     gcInterval: env.GC_INTERVAL,
     /** Seconds an unfinished resumable upload lives after its creation or last write (Upload-Expires). */
     resumableExpiry: env.RESUMABLE_EXPIRY,
+    /** Seconds a tus request waits for the request writing to the same upload to stop and let go (newest request wins); 0: 409 at once. */
+    resumableTakeoverTimeout: env.RESUMABLE_TAKEOVER_TIMEOUT,
     /** Failed API keys, and unknown download links, allowed per client address and minute before 429. */
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     linkFailureLimit: env.LINK_FAILURE_LIMIT,
-    /** Present when objects go to S3 instead of DATA_DIR/objects. */
+    /** Where objects go: DATA_DIR/objects, or S3 (STORE, or S3_BUCKET when STORE is unset). */
+    store: env.STORE ?? (env.S3_BUCKET ? 's3' : 'local'),
+    /** The S3 settings, present when the store is S3. */
     s3: env.S3_BUCKET
       ? {
           endpoint: env.S3_ENDPOINT,
@@ -130,6 +194,7 @@ const schema = z
           forcePathStyle: env.S3_FORCE_PATH_STYLE,
           partSize: env.S3_PART_SIZE,
           partsInFlight: env.S3_PARTS_IN_FLIGHT,
+          sharedPartBuffers: env.S3_SHARED_PART_BUFFERS,
           /** Days after which the bucket's lifecycle rule aborts incomplete multipart uploads; 0 leaves the bucket's rules alone. */
           abortIncompleteDays: env.S3_ABORT_INCOMPLETE_DAYS,
         }
@@ -140,6 +205,13 @@ export type Config = z.output<typeof schema>;
 
 /** The environment variables the server reads (the compose-file test checks against these). */
 export const configVariables = Object.keys(schema.in.shape);
+
+/** What is wrong with an S3_ENDPOINT that is not an http(s) URL, and what a right one looks like. */
+function endpointMessage(input: unknown): string {
+  const value = String(input);
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return `"${value}" has no scheme: write it as a URL, e.g. http://${value} (or https://${value} for TLS)`;
+  return `"${value}" must be an http:// or https:// URL, e.g. http://127.0.0.1:9000`;
+}
 
 export class ConfigError extends Error {
   constructor(message: string) {

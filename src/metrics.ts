@@ -42,15 +42,35 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly uploadRefusals = new Counter({
+    name: 'dropstream_upload_refusals_total',
+    help: 'Uploads (plain, tus PATCH or POST with a body) refused or cut, by reason (server_busy, too_many_uploads, upload_too_slow)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly storeErrors = new Counter({
     name: 'dropstream_store_errors_total',
     help: 'Object store failures seen by requests or clean-up',
     registers: [this.registry],
   });
 
+  readonly storeTimeouts = new Counter({
+    name: 'dropstream_store_timeouts_total',
+    help: 'Object store calls that did not answer within their deadline, by operation (upload_part, put_object, get_object, head_object, delete_object, ...)',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+
   readonly resumableCreated = new Counter({
     name: 'dropstream_resumable_uploads_created_total',
     help: 'Resumable (tus) uploads created',
+    registers: [this.registry],
+  });
+
+  readonly logDroppedBytes = new Counter({
+    name: 'dropstream_log_dropped_bytes_total',
+    help: 'Log bytes dropped because stdout did not keep up and the log buffer was full (LOG_BUFFER_BYTES)',
     registers: [this.registry],
   });
 
@@ -78,10 +98,16 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly connectionsRefused = new Counter({
+    name: 'dropstream_connections_refused_total',
+    help: 'Connections to the public listener closed as they came because their address already had MAX_CONNECTIONS_PER_ADDRESS open',
+    registers: [this.registry],
+  });
+
   constructor(uploadsInFlight: () => number) {
     new Gauge({
       name: 'dropstream_uploads_in_flight',
-      help: 'Uploads currently streaming',
+      help: 'Uploads currently streaming on this instance (plain and resumable), the places UPLOAD_CONCURRENCY caps',
       registers: [this.registry],
       collect() {
         this.set(uploadsInFlight());

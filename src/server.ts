@@ -1,6 +1,7 @@
 // The composition root: config in, running listeners out. Only this module
 // builds objects; everything else receives what it needs.
-import { join } from 'node:path';
+import { EventEmitter } from 'node:events';
+import type { Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { pino, type DestinationStream, type Logger } from 'pino';
@@ -9,25 +10,31 @@ import { applyCallerChange, CallerChanges } from './accounts/caller-changes.js';
 import { PlanService } from './accounts/plans.js';
 import { AccountService } from './accounts/service.js';
 import { resolveAdminToken } from './admin-token.js';
+import { secureDataDir } from './data-dir.js';
 import { createAdminApp, createApp, type Readiness } from './app.js';
-import type { Config } from './config.js';
-import { openDatabase, type Database } from './db/client.js';
-import { describeDatabase, waitForDatabase } from './db/wait.js';
+import { isLoopback, type Config } from './config.js';
+import { Closers } from './closers.js';
+import { collectWhenIdle } from './idle-collect.js';
+import type { Database } from './db/client.js';
+import { openReadyDatabase } from './db/open.js';
 import { recountFiles } from './files/file-rows.js';
 import { UploadQuota } from './files/quota.js';
 import { PendingObjects } from './files/pending.js';
+import { postgresCarrier, redisCarrier, type ReleaseCarrier } from './files/lease-release.js';
 import { ResumableUploads } from './files/resumable.js';
 import { FileService } from './files/service.js';
 import { Sweeper } from './files/sweeper.js';
 import { UploadGate } from './files/upload-gate.js';
+import { AccountSlots } from './files/account-slots.js';
 import { FailureLimits } from './limits/failure-limits.js';
 import { connectRedis, redisReady, subscribeRedis } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
-import { createListener, drain, listen } from './listener.js';
+import { capConnectionsPerAddress, createListener, drain, listen, type Drained } from './listener.js';
 import { Metrics } from './metrics.js';
-import { LocalObjectStore } from './storage/local.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
-import { S3ObjectStore } from './storage/s3.js';
+import { openStore } from './storage/open.js';
+import { StoreHealth } from './storage/store-health.js';
+import type { StoreCallObserver } from './storage/store-deadlines.js';
 
 export interface RunningServer {
   /** Address of the public listener (the port is real when config asked for 0). */
@@ -55,21 +62,44 @@ const CALLER_CACHE_MS = 1000;
  * redaction and a synchronous write per line, 3.0-3.3 us now. Secrets are
  * kept out of logs by never passing them to a log call (no request headers,
  * bodies or URLs are logged), which a test checks at trace level.
+ *
+ * What waits to be written is capped at LOG_BUFFER_BYTES: a log collector
+ * that stops reading stdout would otherwise grow the buffer with every
+ * request until the process runs out of memory. Past the cap lines are
+ * dropped and counted (dropstream_log_dropped_bytes_total).
  */
+export const LOG_BUFFER_BYTES = 16 * 1024 * 1024;
+
 export function createLogger(level: Config['logLevel'], format: Config['logFormat'] = 'json', destination?: DestinationStream): Logger {
   if (format === 'pretty') return pino({ level, base: undefined, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:standard' } } });
-  return pino({ level, base: undefined }, destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 250 }));
+  return pino({ level, base: undefined }, destination ?? logDestination(1));
 }
 
-/** Writes out what the logger still holds. */
-const flushLog = (logger: Logger) => new Promise<void>((resolve) => logger.flush(() => resolve()));
+/** The asynchronous, batched, capped destination createLogger writes to (fd 1: stdout). */
+export function logDestination(fd: number, maxLength = LOG_BUFFER_BYTES) {
+  return pino.destination({ dest: fd, sync: false, minLength: 4096, maxLength, periodicFlush: 250 });
+}
 
-async function checkReadiness(db: Database, store: ObjectStore, redis: Redis | undefined): Promise<Readiness> {
+/** Writes out what the logger still holds, waiting at most `ms` for a stdout nobody reads. */
+const flushLog = (logger: Logger, ms = 2_000) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms).unref();
+    logger.flush(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+
+const logDestinationOf = (logger: Logger): unknown => (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym];
+
+async function checkReadiness(db: Database, store: ObjectStore, health: StoreHealth, redis: Redis | undefined): Promise<Readiness> {
   const probe = (work: Promise<unknown>) =>
     Promise.race([work.then(() => 'ok' as const), new Promise<'down'>((r) => setTimeout(() => r('down'), 2000).unref())]).catch(
       () => 'down' as const,
     );
-  const [database, objects] = await Promise.all([probe(db.prisma.$queryRawUnsafe('SELECT 1')), probe(store.head('readyz-probe'))]);
+  const [database, answered] = await Promise.all([probe(db.prisma.$queryRawUnsafe('SELECT 1')), probe(store.head('readyz-probe'))]);
+  // A store that answers a HEAD may still hang writes: recent timeouts of any kind of call count too.
+  const objects = answered === 'ok' && health.timingOut().length === 0 ? 'ok' : 'down';
   const checks: Readiness['checks'] = {
     database,
     store: objects,
@@ -78,141 +108,259 @@ async function checkReadiness(db: Database, store: ObjectStore, redis: Redis | u
   return { ready: database === 'ok' && objects === 'ok', checks };
 }
 
-/** The store, and how long a multipart upload may live in it (seconds), when a lifecycle rule says. */
-async function openStore(config: Config, logger: Logger): Promise<{ store: ObjectStore; uploadLifetime?: number }> {
-  if (!config.s3) return { store: new LocalObjectStore({ root: join(config.dataDir, 'objects') }) };
-  const store = new S3ObjectStore(config.s3);
-  await store.ensureBucket();
-  // Which backstops remove multipart uploads nobody finished (README, Objects in S3).
-  const expiry = await store.ensureUploadExpiry();
-  const sweep = config.gcInterval > 0 ? `the sweep every ${config.gcInterval} s` : 'only `dropstream gc` (GC_INTERVAL is 0)';
-  if (expiry.rule === 'none') {
-    logger.info({ lifecycle_rule: 'none', reason: expiry.reason }, `incomplete multipart uploads: no bucket lifecycle rule (${expiry.reason}); ${sweep} aborts those unclaimed after GC_GRACE`);
-  } else {
-    logger.info({ lifecycle_rule: expiry.rule, days: expiry.days }, `incomplete multipart uploads: the bucket's lifecycle rule aborts them after ${expiry.days} days, and ${sweep} aborts those unclaimed after GC_GRACE`);
-  }
-  return { store, uploadLifetime: expiry.rule === 'none' ? undefined : expiry.days * 86_400 };
+/** Settings that are no operator's business: tests shorten timers with them. */
+export interface ServerOptions {
+  /** How often a streaming upload touches its pending record (src/files/upload.ts, a minute by default). */
+  uploadHeartbeatMs?: number;
 }
 
-export async function startServer(config: Config, logger = createLogger(config.logLevel, config.logFormat)): Promise<RunningServer> {
-  let redis: Redis | undefined;
-  let subscriber: Redis | undefined;
-  const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
-  try {
-    if (config.databaseUrl) {
-      const target = describeDatabase(config.databaseUrl);
-      await waitForDatabase(() => db.prisma.$queryRawUnsafe('SELECT 1'), {
-        timeoutSeconds: config.databaseConnectTimeout,
-        target,
-        onRetry: ({ attempt, reason, retryInMs }) =>
-          logger.warn({ attempt, database: target, reason, retry_in_ms: retryInMs }, 'database not reachable, retrying'),
-      });
-    }
-    const applied = await db.migrate();
-    if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
-    const { store, uploadLifetime } = await openStore(config, logger);
-    const uploadGate = new UploadGate(config.uploadConcurrency);
-    const metrics = new Metrics(() => uploadGate.inFlight);
-    const onCleanupError = (err: unknown) => {
+/** Objects without resources of their own that every step reports to. */
+interface Instruments {
+  uploadGate: UploadGate;
+  metrics: Metrics;
+  storeHealth: StoreHealth;
+  observeStore: StoreCallObserver;
+  onCleanupError: (err: unknown) => void;
+}
+
+function instruments(config: Config, logger: Logger): Instruments {
+  const uploadGate = new UploadGate(config.uploadConcurrency);
+  const metrics = new Metrics(() => uploadGate.inFlight);
+  // Timing out counts for /readyz from the timeout until a call of that kind
+  // succeeds, or three call deadlines without a new one.
+  const storeHealth = new StoreHealth(3 * config.storeDeadlines.callMs);
+  return {
+    uploadGate,
+    metrics,
+    storeHealth,
+    observeStore: (operation, outcome) => {
+      storeHealth.observe(operation, outcome);
+      if (outcome === 'timeout') {
+        metrics.storeTimeouts.inc({ operation });
+        logger.warn({ operation }, 'object store call timed out');
+      }
+    },
+    onCleanupError: (err) => {
       if (err instanceof ObjectStoreError) metrics.storeErrors.inc();
       logger.error({ err }, 'clean-up failed');
-    };
-    redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
-    // Callers of API keys are cached for a second; changes reach every
-    // instance's cache at once through Redis pub/sub (the TTL bounds
-    // staleness when a notice is lost).
-    const callers = new CallerCache({ ttlMs: CALLER_CACHE_MS, maxEntries: 10_000 });
-    const channel = `${config.redisKeyPrefix}:caller-changes`;
-    const changes = new CallerChanges(callers, redis && { publisher: redis, channel, logger });
-    subscriber = config.redisUrl
-      ? subscribeRedis(config.redisUrl, channel, (message) => applyCallerChange(callers, message), () => callers.clear())
-      : undefined;
-    const accounts = new AccountService(db.prisma, { cache: callers, changes });
-    const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize }, changes);
-    const quota = new UploadQuota(db.prisma);
-    const pending = new PendingObjects(db.prisma, quota);
-    const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError });
-    const resumable = new ResumableUploads({ prisma: db.prisma, store, quota, expirySeconds: config.resumableExpiry, lifetimeSeconds: uploadLifetime, onCleanupError });
-    const sweeper = new Sweeper(db.prisma, store, quota, resumable);
-    const sweep = async (graceSeconds = config.gcGrace) => {
-      const result = await sweeper.sweep(graceSeconds);
-      if (result.uploads || result.deletes || result.strays || result.failed) logger.info({ ...result }, 'swept pending objects');
-      return result;
-    };
-    const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
+    },
+  };
+}
 
-    const authFailures = new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'auth', failures: config.authFailureLimit, windowSeconds: 60 });
-    const app = createApp({
-      accounts,
-      files,
-      resumable,
-      store,
-      uploadGate,
-      requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix, failures: authFailures }),
-      authFailures,
-      tokenFailures: new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'link', failures: config.linkFailureLimit, windowSeconds: 60 }),
-      metrics,
-      logger,
-      publicUrl: config.publicUrl,
-      trustProxy: config.trustProxy,
-      corsOrigins: config.corsOrigins,
-      // While draining, load balancers must stop sending traffic here.
-      readiness: async () => (draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, redis)),
-    });
-    // `dropstream gc` also recounts the file counters; the schedule does not
-    // (a scan of every file row, and the counters are kept exact as files come and go).
-    const collect = async (graceSeconds?: number) => {
-      const swept = await sweep(graceSeconds);
-      const countersFixed = await recountFiles(db.prisma);
-      if (countersFixed) logger.warn({ accounts: countersFixed }, 'corrected file counters');
-      return { ...swept, countersFixed };
-    };
-    const adminApp = createAdminApp({ accounts, plans, logger, adminToken, metrics, sweep: collect });
-    const sweepTimer =
-      config.gcInterval > 0
-        ? setInterval(() => sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed')), config.gcInterval * 1000).unref()
-        : undefined;
+/** Counts what the log destination drops when its buffer is full (createLogger). */
+function countLogDrops(logger: Logger, metrics: Metrics, closers: Closers): void {
+  const destination = logDestinationOf(logger);
+  if (!(destination instanceof EventEmitter)) return;
+  const count = (data: string) => metrics.logDroppedBytes.inc(Buffer.byteLength(data));
+  destination.on('drop', count);
+  closers.add('log drop counter', () => void destination.off('drop', count));
+}
+
+/** The servers a start connects to: the database (migrated), the object store, Redis when configured. */
+interface Infrastructure {
+  db: Database;
+  store: ObjectStore;
+  uploadLifetime?: number;
+  redis?: Redis;
+}
+
+async function openInfrastructure(config: Config, logger: Logger, tools: Instruments, closers: Closers): Promise<Infrastructure> {
+  const db = await openReadyDatabase(config, ({ attempt, reason, retryInMs, target }) =>
+    logger.warn({ attempt, database: target, reason, retry_in_ms: retryInMs }, 'database not reachable, retrying'),
+  );
+  closers.add('database', () => db.close());
+  const applied = await db.migrate();
+  if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
+  const { store, uploadLifetime } = await openStore(config, logger, tools.observeStore);
+  closers.add('object store', () => store.close?.());
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
+  if (redis) closers.add('redis', () => redis.disconnect());
+  return { db, store, uploadLifetime, redis };
+}
+
+/** The services the apps are built on, with the connections of their own they open (pub/sub, release notices). */
+interface Services {
+  accounts: AccountService;
+  plans: PlanService;
+  files: FileService;
+  resumable: ResumableUploads;
+  accountSlots: AccountSlots;
+  adminToken: string;
+  sweep: (graceSeconds?: number) => Promise<Awaited<ReturnType<Sweeper['sweep']>>>;
+}
+
+async function buildServices(config: Config, logger: Logger, { db, store, uploadLifetime, redis }: Infrastructure, tools: Instruments, options: ServerOptions, closers: Closers): Promise<Services> {
+  // Callers of API keys are cached for a second; changes reach every
+  // instance's cache at once through Redis pub/sub (the TTL bounds
+  // staleness when a notice is lost).
+  const callers = new CallerCache({ ttlMs: CALLER_CACHE_MS, maxEntries: 10_000 });
+  const channel = `${config.redisKeyPrefix}:caller-changes`;
+  const changes = new CallerChanges(callers, redis && { publisher: redis, channel, logger });
+  if (config.redisUrl) {
+    const subscriber = await subscribeRedis(config.redisUrl, channel, (message) => applyCallerChange(callers, message), () => callers.clear());
+    closers.add('redis subscriber', () => subscriber.disconnect());
+  }
+  const accounts = new AccountService(db.prisma, { cache: callers, changes });
+  const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize }, changes);
+  const quota = new UploadQuota(db.prisma);
+  const pending = new PendingObjects(db.prisma, quota);
+  const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs });
+  // A release request (newest tus request wins) reaches the instance holding the lease through Redis, else PostgreSQL.
+  const onRelease = (id: string) => resumable.leases.requestRelease(id);
+  const releases: ReleaseCarrier | undefined = redis
+    ? await redisCarrier(config.redisUrl!, redis, `${config.redisKeyPrefix}:upload-release`, onRelease)
+    : config.databaseUrl
+      ? await postgresCarrier(config.databaseUrl, logger, onRelease)
+      : undefined;
+  if (releases) closers.add('release notices', () => releases.close());
+  const resumable: ResumableUploads = new ResumableUploads({
+    prisma: db.prisma,
+    store,
+    quota,
+    expirySeconds: config.resumableExpiry,
+    lifetimeSeconds: uploadLifetime,
+    takeoverMs: config.resumableTakeoverTimeout * 1000,
+    publishRelease: releases && ((id) => releases.publish(id)),
+    onCleanupError: tools.onCleanupError,
+  });
+  const sweeper = new Sweeper(db.prisma, store, quota, resumable);
+  const sweep = async (graceSeconds = config.gcGrace) => {
+    const result = await sweeper.sweep(graceSeconds);
+    if (result.expired || result.uploads || result.deletes || result.strays || result.failed) logger.info({ ...result }, 'swept expired files and pending objects');
+    return result;
+  };
+  const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
+  const accountSlots = new AccountSlots({
+    redis,
+    keyPrefix: config.redisKeyPrefix,
+    onRedisError: (err) => logger.warn({ err: (err as Error).message }, 'redis failed: upload slots counted per instance'),
+  });
+  closers.add('account slots', () => accountSlots.close());
+  return { accounts, plans, files, resumable, accountSlots, adminToken, sweep };
+}
+
+/** The public and the admin app; `state.draining` turns readiness off during a shutdown. */
+function buildApps(config: Config, logger: Logger, infra: Infrastructure, services: Services, tools: Instruments, state: { draining: boolean }) {
+  const { db, store, redis } = infra;
+  const failures = (name: string, failures: number) => new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name, failures, windowSeconds: 60 });
+  const app = createApp({
+    accounts: services.accounts,
+    files: services.files,
+    resumable: services.resumable,
+    uploadGate: tools.uploadGate,
+    accountSlots: services.accountSlots,
+    bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },
+    requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix }),
+    authFailures: failures('auth', config.authFailureLimit),
+    tokenFailures: failures('link', config.linkFailureLimit),
+    metrics: tools.metrics,
+    logger,
+    publicUrl: config.publicUrl,
+    trustProxy: config.trustProxy,
+    trustedProxyHops: config.trustedProxyHops,
+    corsOrigins: config.corsOrigins,
+    // While draining, load balancers must stop sending traffic here.
+    readiness: async () => (state.draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, tools.storeHealth, redis)),
+  });
+  // `dropstream gc` also recounts the file counters; the schedule does not
+  // (a scan of every file row, and the counters are kept exact as files come and go).
+  const sweepAndRecount = async (graceSeconds?: number) => {
+    const swept = await services.sweep(graceSeconds);
+    const countersFixed = await recountFiles(db.prisma);
+    if (countersFixed) logger.warn({ accounts: countersFixed }, 'corrected file counters');
+    return { ...swept, countersFixed };
+  };
+  // Wrong admin tokens are throttled per address like bad API keys (issue 27).
+  const adminApp = createAdminApp({
+    accounts: services.accounts,
+    plans: services.plans,
+    logger,
+    adminToken: services.adminToken,
+    adminFailures: failures('admin', config.authFailureLimit),
+    metrics: tools.metrics,
+    sweep: sweepAndRecount,
+  });
+  return { app, adminApp };
+}
+
+export async function startServer(
+  config: Config,
+  logger = createLogger(config.logLevel, config.logFormat),
+  options: ServerOptions = {},
+): Promise<RunningServer> {
+  await secureDataDir(config.dataDir, logger);
+  const closers = new Closers();
+  const state = { draining: false, drainSeconds: 0 };
+  const closeAll = () => closers.closeAll((closer, err) => logger.warn({ err, closer }, 'closing failed'));
+  try {
+    const tools = instruments(config, logger);
+    countLogDrops(logger, tools.metrics, closers);
+    const infra = await openInfrastructure(config, logger, tools, closers);
+    const services = await buildServices(config, logger, infra, tools, options, closers);
+    const { app, adminApp } = buildApps(config, logger, infra, services, tools, state);
+    if (!isLoopback(config.adminHost)) {
+      logger.warn({ adminHost: config.adminHost }, 'the admin listener is reachable from other machines: keep ADMIN_PORT off the internet (firewall, private network)');
+    }
+    if (config.gcInterval > 0) {
+      const sweepTimer = setInterval(() => services.sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed')), config.gcInterval * 1000).unref();
+      closers.add('sweep timer', () => clearInterval(sweepTimer));
+    }
+
     const timeouts = { headersSeconds: config.headersTimeout, idleSeconds: config.idleTimeout };
     const server = createListener(app.callback(), timeouts);
+    capConnectionsPerAddress(server, config.maxConnectionsPerAddress, () => tools.metrics.connectionsRefused.inc());
+    if (config.trustProxy && config.maxConnectionsPerAddress > 0) {
+      logger.info(
+        { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+        'MAX_CONNECTIONS_PER_ADDRESS counts connections by their peer, the proxy behind TRUST_PROXY: keep it above the connections the proxy opens, or 0 and cap clients at the proxy',
+      );
+    }
     const adminServer = createListener(adminApp.callback(), timeouts);
+    // One closer for both listeners, added before either listens: a shutdown
+    // stops both from accepting at once and drains them within one grace
+    // period; a start that fails at the second listen closes the first.
+    const listening: Server[] = [];
+    closers.add('listeners', async () => {
+      state.draining = true;
+      const drained = await Promise.all(listening.map((s) => drain(s, state.drainSeconds * 1000)));
+      // Cut uploads clean up after themselves (abort, delete, give back the
+      // quota slot); that needs the store and the database still open.
+      for (let waited = 0; tools.uploadGate.inFlight > 0 && waited < 10_000; waited += 20) await sleep(20);
+      const sum = (key: keyof Drained) => drained.reduce((total, d) => total + d[key], 0);
+      logger.info({ cut_connections: sum('cut'), still_delivering: sum('delivering'), uploads_left: tools.uploadGate.inFlight }, 'stopped');
+    });
     const url = await listen(server, config.port, config.host);
+    listening.push(server);
     const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
-    logger.info(
-      { url, adminUrl, database: db.kind, store: config.s3 ? 's3' : 'local', publicUrl: config.publicUrl },
-      'dropstream listening',
-    );
+    listening.push(adminServer);
+    logger.info({ url, adminUrl, database: infra.db.kind, store: config.store, publicUrl: config.publicUrl }, 'dropstream listening');
+    // Memory back after load (src/idle-collect.ts); the admin listener's scrapes do not count as load.
+    const stopCollecting = collectWhenIdle([server], {
+      quietMs: 10_000,
+      minGrowthBytes: 16 * 1024 * 1024,
+      onCollect: (report) => logger.debug(report, 'memory collected after load'),
+    });
+    closers.add('idle collection', stopCollecting);
 
-    let draining = false;
     let closing: Promise<void> | undefined;
     return {
       url,
       adminUrl,
-      adminToken,
-      db,
-      metrics,
+      adminToken: services.adminToken,
+      db: infra.db,
+      metrics: tools.metrics,
       close(timeoutSeconds = config.shutdownTimeout) {
         // Once: a second call (a second signal, a test's clean-up) waits for the first.
         closing ??= (async () => {
-          draining = true;
-          clearInterval(sweepTimer);
-          const [cut] = await Promise.all([drain(server, timeoutSeconds * 1000), drain(adminServer, timeoutSeconds * 1000)]);
-          // Cut uploads clean up after themselves (abort, delete, give back the
-          // quota slot); that needs the store and the database still open.
-          for (let waited = 0; uploadGate.inFlight > 0 && waited < 10_000; waited += 20) await sleep(20);
-          logger.info({ cut_connections: cut, uploads_left: uploadGate.inFlight }, 'stopped');
-          await store.close?.();
-          redis?.disconnect();
-          subscriber?.disconnect();
-          await db.close();
+          state.drainSeconds = timeoutSeconds;
+          await closeAll();
           await flushLog(logger);
         })();
         return closing;
       },
     };
   } catch (err) {
-    redis?.disconnect();
-    subscriber?.disconnect();
-    await db.close();
+    await closeAll();
     throw err;
   }
 }

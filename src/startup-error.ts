@@ -24,6 +24,8 @@ export function dataDirError(err: unknown, dataDir: string): StartupError | unde
   if (typeof code !== 'string' || typeof path !== 'string' || !(path === dataDir || path.startsWith(`${dataDir}/`))) return undefined;
   const failed = `${code} on ${syscall ?? 'access'} '${path}'`;
   if (code === 'EROFS') return new StartupError(`DATA_DIR ${dataDir} is on a read-only file system (${failed}): mount a writable volume there`);
+  // ENOENT on mkdir under a parent that exists: the file system takes no new folders there (/proc, say).
+  if (code === 'ENOENT' && syscall === 'mkdir') return new StartupError(`DATA_DIR ${dataDir} cannot be made (${failed}): its parent takes no new directories; set DATA_DIR to a writable folder`);
   if (!DENIED.has(code)) return new StartupError(`DATA_DIR ${dataDir} cannot be used (${failed})`);
   const { uid, gid } = userInfo();
   return new StartupError(

@@ -6,6 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { Writable } from 'node:stream';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { filenameFromDisposition } from '../src/cli/download.js';
 import { multipartFraming } from '../src/cli/transfer.js';
-import { formatBytes, formatProgress } from '../src/cli/progress.js';
+import { createProgress, formatBytes, formatProgress } from '../src/cli/progress.js';
 import { configVariables } from '../src/config.js';
 import { PUBLIC_URL, startTestServer, type TestServer } from './helpers/server.js';
 import { startCuttingProxy } from './helpers/cutting-proxy.js';
@@ -32,13 +33,13 @@ interface CliResult {
   stderr: string;
 }
 
-async function runCli(args: string[], { env = {}, cwd = root }: { env?: Record<string, string>; cwd?: string } = {}): Promise<CliResult> {
+async function runCli(args: string[], { env = {}, cwd = root, deadlineMs = 30_000 }: { env?: Record<string, string>; cwd?: string; deadlineMs?: number } = {}): Promise<CliResult> {
   const child = spawn(process.execPath, [bin, ...args], { cwd, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
   const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
   clearTimeout(timer);
   if (signal === 'SIGKILL') throw new Error(`dropstream ${args.join(' ')} did not exit\nstdout: ${stdout}\nstderr: ${stderr}`);
@@ -128,19 +129,56 @@ describe('dropstream upload and download', () => {
     expect(down.stderr).to.match(/3\.1 MB \/ 3\.1 MB {2}100%/);
   });
 
-  it('when a resumable upload loses its connection twice, then the CLI resumes by itself, shows the resumed offset and prints the link', async () => {
+  it('when a resumable upload loses its connection twice, then the CLI resumes by itself, shows the resumed offset and prints the link', async function () {
+    // Each cut is followed by 409s (1 s apart) until the server has finished the cut request: slow on a loaded machine.
+    this.timeout(100_000);
     const dir = await folder();
     const big = join(dir, 'big.bin');
     const data = randomBytes(24 * 1024 * 1024);
     await writeFile(big, data);
     const proxy = await startCuttingProxy(t.server.url, [7 * 1024 * 1024, 15 * 1024 * 1024]);
     try {
-      const up = await runCli(['upload', big, '--server', proxy.url, '--key', key, '--resumable', '--progress']);
+      const up = await runCli(['upload', big, '--server', proxy.url, '--key', key, '--resumable', '--progress'], { deadlineMs: 90_000 });
       expect(up.code, up.stderr).to.equal(0);
       expect(proxy.cuts()).to.equal(2);
       expect(up.stdout).to.match(/^http:\/\/files\.test\/download\/\S+\n$/);
       expect(up.stderr).to.match(/\(resumed at \d+\.\d MB\)/).and.match(/100%/);
+      // Each retry is announced on a line of its own (the progress line is drawn with \r, so split on both).
+      // (A retry may also meet 409 while the server still finishes the cut request.)
+      const retries = up.stderr.split(/[\r\n]/).map((line) => line.trim()).filter((line) => /^dropstream: retrying (now|in \d+ s): /.test(line));
+      // A cut can also land on a request the server had already refused with 409, so at least one.
+      expect(retries.filter((line) => /: connection (reset|broken)$/.test(line)), up.stderr).to.have.length.within(1, 2);
+      for (const line of retries) expect(line).to.match(/: (connection (reset|broken)|server answered 409 \(the upload is still busy with the cut request\))$/);
+      // The line never restarts from a lower count: each drawn count is at least the one before.
+      const counts = up.stderr.split(/[\r\n]/).map((line) => /^(\d+(?:\.\d)?) (B|kB|MB)/.exec(line.trim())).filter((m) => m !== null);
+      const bytes = counts.map((m) => Number(m[1]) * { B: 1, kB: 1e3, MB: 1e6 }[m[2] as 'B' | 'kB' | 'MB']);
+      for (let i = 1; i < bytes.length; i++) expect(bytes[i], `count ${i} of ${bytes.join(', ')}`).to.be.at.least(bytes[i - 1]!);
       expect(up.stderr).not.to.include(key);
+      const res = await fetch(t.url(up.stdout.trim()));
+      expect(sha256(Buffer.from(await res.arrayBuffer()))).to.equal(sha256(data));
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('when a resumable upload loses its connection silently (the server hears nothing more), then the CLI resumes, the server gives way to it, and the file arrives intact having sent at most 1.05x its size', async function () {
+    this.timeout(100_000);
+    const dir = await folder();
+    const big = join(dir, 'silent.bin');
+    const data = randomBytes(24 * 1024 * 1024);
+    await writeFile(big, data);
+    // The CLI's side of the connection goes; the server's stays open and silent, its PATCH holding the upload.
+    const proxy = await startCuttingProxy(t.server.url, [9 * 1024 * 1024], { silent: true });
+    try {
+      const started = Date.now();
+      const up = await runCli(['upload', big, '--server', proxy.url, '--key', key, '--resumable', '--progress'], { deadlineMs: 90_000 });
+      expect(up.code, up.stderr).to.equal(0);
+      expect(proxy.cuts()).to.equal(1);
+      expect(up.stdout).to.match(/^http:\/\/files\.test\/download\/\S+\n$/);
+      expect(up.stderr).to.match(/\(resumed at \d+\.\d MB\)/).and.match(/100%/);
+      // The old PATCH gave way to the CLI's HEAD at once: no wait for its lease to run out (30 s).
+      expect(Date.now() - started).to.be.below(25_000);
+      expect(proxy.relayed() / data.length).to.be.at.most(1.05);
       const res = await fetch(t.url(up.stdout.trim()));
       expect(sha256(Buffer.from(await res.arrayBuffer()))).to.equal(sha256(data));
     } finally {
@@ -165,7 +203,10 @@ describe('dropstream upload and download', () => {
       child.kill('SIGINT');
       const [code] = (await closed) as [number | null];
       expect(code).to.equal(1);
-      expect(stderr).to.equal('dropstream: interrupted\n');
+      // The last line says so; any before it announce retries (a request the stall cut short).
+      const lines = stderr.trim().split('\n');
+      expect(lines.at(-1)).to.equal('dropstream: interrupted');
+      for (const line of lines.slice(0, -1)) expect(line).to.match(/^dropstream: retrying (now|in \d+ s): /);
       const created = await fetch(`${t.server.url}/api/v1/uploads`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${apiKey}`, 'Tus-Resumable': '1.0.0', 'Upload-Length': '1', 'Upload-Metadata': `filename ${Buffer.from('a.bin').toString('base64')}` },
@@ -298,6 +339,16 @@ describe('dropstream upload and download', () => {
     }
   });
 
+  it('when the server is unreachable for a resumable upload, then it fails at once with one line instead of retrying for minutes', async () => {
+    const started = Date.now();
+    const result = await runCli(['upload', source, '--server', 'http://127.0.0.1:1', '--key', key, '--resumable', '--progress']);
+    expect(result.code).to.equal(1);
+    expect(result.stderr).to.include('ECONNREFUSED').and.not.include('retrying');
+    expect(result.stderr.trim().split('\n').at(-1)).to.match(/^dropstream: .*ECONNREFUSED/);
+    // tus-js-client's back-off alone would be 4 min 10 s; runCli's deadline is 30 s.
+    expect(Date.now() - started).to.be.below(15_000);
+  });
+
   it('when the server is unreachable, then both commands fail with one line', async () => {
     const dir = await folder();
     expect(failure(await runCli(['upload', source, '--server', 'http://127.0.0.1:1', '--key', key]))).to.include('ECONNREFUSED');
@@ -307,6 +358,40 @@ describe('dropstream upload and download', () => {
 });
 
 describe('dropstream transfer helpers', () => {
+  describe('progress while a resumable upload waits', () => {
+    const lines = () => {
+      let written = '';
+      const out = new Writable({ write: (chunk, _enc, done) => ((written += String(chunk)), done()) });
+      return { out, last: () => written.split(/[\r\n]/).filter((l) => l.trim()).at(-1)!.trim(), all: () => written };
+    };
+
+    it('when it waits to retry, then the line keeps what was sent and says it waits, whatever counts arrive meanwhile', () => {
+      const screen = lines();
+      const progress = createProgress({ enabled: true, total: 1_000_000, out: screen.out, intervalMs: 60_000 });
+      progress.update(340_000);
+      progress.waiting('retry in 5 s');
+      progress.update(65_500);
+      progress.note('dropstream: retrying in 5 s: connection reset');
+      expect(screen.all()).to.include('\rdropstream: retrying in 5 s: connection reset');
+      expect(screen.last()).to.equal('340.0 kB sent / 1.0 MB  34%  waiting to resume (retry in 5 s)');
+      progress.finish();
+    });
+
+    it('when it resumes below what was shown, then the line says what is stored and moves on only once the count passes it', () => {
+      const screen = lines();
+      const progress = createProgress({ enabled: true, total: 1_000_000, out: screen.out, intervalMs: 60_000, now: () => 0 });
+      progress.update(340_000);
+      progress.waiting('retry in 5 s');
+      progress.resumed(300_000);
+      progress.update(301_000);
+      progress.note('x');
+      expect(screen.last()).to.equal('340.0 kB sent / 1.0 MB  34%  waiting to resume (resuming from 300.0 kB stored)');
+      progress.update(350_000);
+      progress.finish();
+      expect(screen.last()).to.match(/^350\.0 kB \/ 1\.0 MB {2}35% .*\(resumed at 300\.0 kB\)$/);
+    });
+  });
+
   describe('formatProgress', () => {
     it('when the total is known, then the line has bytes of total, percentage, rate and ETA', () => {
       const line = formatProgress({ done: 1_500_000, total: 3_000_000, elapsedMs: 1000 });

@@ -2,7 +2,7 @@
 // (bin/dropstream.js -> dist/, so `npm run build` first) in a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,10 +15,16 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 const root = fileURLToPath(new URL('../', import.meta.url));
 const bin = join(root, 'bin', 'dropstream.js');
 
-/** This process's environment without anything dropstream reads, so only what a test passes reaches the child. */
+/** This process's environment without anything dropstream reads (glibc's MALLOC_* too), so only what a test passes reaches the child. */
 const baseEnv = Object.fromEntries(
-  Object.entries(process.env).filter(([name]) => !configVariables.includes(name) && name !== 'ADMIN_URL'),
+  Object.entries(process.env).filter(([name]) => !configVariables.includes(name) && name !== 'ADMIN_URL' && !name.startsWith('MALLOC_')),
 );
+
+/** The MALLOC_* variables a running process has (/proc/<pid>/environ: what it was started, or re-executed, with). */
+async function mallocEnv(pid: number): Promise<Record<string, string>> {
+  const entries = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter((entry) => entry.startsWith('MALLOC_'));
+  return Object.fromEntries(entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
+}
 
 interface CliResult {
   code: number | null;
@@ -107,9 +113,14 @@ describe('dropstream CLI: admin commands', () => {
   describe('plans', () => {
     it('when plans set creates a plan, then it prints the plan and plans list includes it', async () => {
       const out = jsonLine(
-        await cli('plans', 'set', 'tiny', '--api-access', 'true', '--requests-per-minute', '5', '--requests-per-day', '10', '--max-file-size', '1000', '--daily-uploads', '2'),
+        await cli(
+          'plans', 'set', 'tiny', '--api-access', 'true', '--requests-per-minute', '5', '--requests-per-day', '10', '--max-file-size', '1000', '--daily-uploads', '2',
+          '--concurrent-uploads', '3', '--max-total-size', '5000', '--max-expires-in', '86400',
+        ),
       );
-      expect(out).to.deep.equal({ name: 'tiny', api_access: true, requests_per_minute: 5, requests_per_day: 10, max_file_size: 1000, daily_uploads: 2 });
+      expect(out).to.deep.equal({
+        name: 'tiny', api_access: true, requests_per_minute: 5, requests_per_day: 10, max_file_size: 1000, daily_uploads: 2, concurrent_uploads: 3, max_total_size: 5000, max_expires_in: 86400,
+      });
 
       const list = jsonLine(await cli('plans', 'list'));
       expect(list).to.be.an('array');
@@ -120,7 +131,11 @@ describe('dropstream CLI: admin commands', () => {
     it('when plans set changes one field of an existing plan, then the other fields are kept', async () => {
       jsonLine(await cli('plans', 'set', 'partial', '--api-access', 'true', '--requests-per-minute', '7', '--requests-per-day', '70', '--max-file-size', '700', '--daily-uploads', '3'));
       const out = jsonLine(await cli('plans', 'set', 'partial', '--daily-uploads', '4'));
-      expect(out).to.deep.equal({ name: 'partial', api_access: true, requests_per_minute: 7, requests_per_day: 70, max_file_size: 700, daily_uploads: 4 });
+      expect(out).to.deep.equal({ name: 'partial', api_access: true, requests_per_minute: 7, requests_per_day: 70, max_file_size: 700, daily_uploads: 4, concurrent_uploads: null, max_total_size: null, max_expires_in: null });
+      // `none` lifts a cap that was set.
+      jsonLine(await cli('plans', 'set', 'partial', '--concurrent-uploads', '2', '--max-total-size', '9000', '--max-expires-in', '60'));
+      const lifted = jsonLine(await cli('plans', 'set', 'partial', '--concurrent-uploads', 'none', '--max-total-size', 'none', '--max-expires-in', 'none'));
+      expect([lifted.concurrent_uploads, lifted.max_total_size, lifted.max_expires_in]).to.deep.equal([null, null, null]);
       const list = jsonLine(await cli('plans', 'list'));
       expect(list.find((p: { name: string }) => p.name === 'partial')).to.deep.equal(out);
     });
@@ -132,7 +147,7 @@ describe('dropstream CLI: admin commands', () => {
 
     it('when plans set is given a new plan with one field, then the rest start switched off', async () => {
       const out = jsonLine(await cli('plans', 'set', 'sparse', '--max-file-size', '123'));
-      expect(out).to.deep.equal({ name: 'sparse', api_access: false, requests_per_minute: 0, requests_per_day: 0, max_file_size: 123, daily_uploads: 0 });
+      expect(out).to.deep.equal({ name: 'sparse', api_access: false, requests_per_minute: 0, requests_per_day: 0, max_file_size: 123, daily_uploads: 0, concurrent_uploads: null, max_total_size: null, max_expires_in: null });
     });
   });
 
@@ -288,6 +303,8 @@ describe('dropstream serve', () => {
     expect(listening.url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(listening.adminUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(listening.database).to.equal('pglite');
+    // The launcher set glibc's allocator and re-executed itself: the process spawned is the server.
+    expect(await mallocEnv(serve.child.pid!)).to.deep.equal({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' });
     expect(serve.logs.find((line) => line.msg === 'applied migrations')?.migrations).to.include.members(['20261121231846_init', '20261121231900_seed_plans']);
 
     const tokenFile = await stat(join(dataDir, 'admin-token'));
@@ -321,6 +338,22 @@ describe('dropstream serve', () => {
     expect(routes).to.include.members(['/api/v1/files/upload 201', '/download/:token 200']);
     expect(serve.logs.at(-1)?.msg).to.equal('stopped');
     expect(serve.stderr()).to.equal('');
+  });
+
+  it('when the operator set MALLOC_ARENA_MAX, then serve keeps that value and sets only MALLOC_MMAP_THRESHOLD_', async () => {
+    const otherDir = await mkdtemp(join(tmpdir(), 'dropstream-malloc-'));
+    const other = startServe({ DATA_DIR: otherDir, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', MALLOC_ARENA_MAX: '4' });
+    try {
+      await other.waitForLog('dropstream listening');
+      expect(await mallocEnv(other.child.pid!)).to.deep.equal({ MALLOC_ARENA_MAX: '4', MALLOC_MMAP_THRESHOLD_: '131072' });
+      // Signals reach the server itself: SIGINT stops it gracefully, exit code 0.
+      other.child.kill('SIGINT');
+      expect(await exitOf(other.child)).to.deep.equal({ code: 0, signal: null });
+    } finally {
+      if (other.child.exitCode === null && other.child.signalCode === null) other.child.kill('SIGKILL');
+      await exitOf(other.child);
+      await rm(otherDir, { recursive: true, force: true });
+    }
   });
 
   it('when a config value is bad, then serve exits non-zero with a line naming the variable', async () => {

@@ -37,7 +37,7 @@ describe('loadConfig', () => {
       DATABASE_URL: 'postgresql://u@db:5432/ds',
       ADMIN_HOST: '0.0.0.0',
       ADMIN_PORT: '9090',
-      ADMIN_TOKEN: 'a-long-enough-admin-token',
+      ADMIN_TOKEN: 'an-admin-token-of-at-least-32-characters',
       LOG_LEVEL: 'warn',
     });
     expect(config).to.include({
@@ -48,7 +48,7 @@ describe('loadConfig', () => {
       databaseUrl: 'postgresql://u@db:5432/ds',
       adminHost: '0.0.0.0',
       adminPort: 9090,
-      adminToken: 'a-long-enough-admin-token',
+      adminToken: 'an-admin-token-of-at-least-32-characters',
       logLevel: 'warn',
     });
   });
@@ -135,6 +135,23 @@ describe('loadConfig', () => {
     expect(expiry({ S3_BUCKET: 'uploads', S3_ABORT_INCOMPLETE_DAYS: '0', RESUMABLE_EXPIRY: String(30 * 86_400) }), 'no rule set').to.equal(30 * 86_400);
   });
 
+  it('when STORE is unset, then S3_BUCKET chooses S3 as before; when set, it must agree with S3_BUCKET', () => {
+    expect(loadConfig({}).store).to.equal('local');
+    expect(loadConfig({ S3_BUCKET: 'uploads' }).store).to.equal('s3');
+    expect(loadConfig({ STORE: 's3', S3_BUCKET: 'uploads' }).store).to.equal('s3');
+    expect(loadConfig({ STORE: 'local' }).store).to.equal('local');
+    expect(() => loadConfig({ STORE: 's3' })).to.throw(ConfigError, /S3_BUCKET: is required when STORE is s3/);
+    expect(() => loadConfig({ STORE: 'local', S3_BUCKET: 'uploads' })).to.throw(ConfigError, /STORE: is local but S3_BUCKET is set/);
+    expect(() => loadConfig({ STORE: 'disk' })).to.throw(ConfigError, /STORE/);
+  });
+
+  it('when a secret is still the .env.example placeholder, then the configuration is refused naming it (issue 21)', () => {
+    expect(() => loadConfig({ S3_BUCKET: 'b', S3_ACCESS_KEY_ID: 'app', S3_SECRET_ACCESS_KEY: 'change-me-minio-app-secret' })).to.throw(ConfigError, /S3_SECRET_ACCESS_KEY: is still the .env.example placeholder/);
+    expect(() => loadConfig({ ADMIN_TOKEN: 'change-me-admin-token-1234' })).to.throw(ConfigError, /ADMIN_TOKEN: is still the .env.example placeholder/);
+    expect(() => loadConfig({ DATABASE_URL: 'postgresql://dropstream:change-me-postgres-password@postgres:5432/dropstream' })).to.throw(ConfigError, /DATABASE_URL: has the .env.example placeholder/);
+    expect(loadConfig({ DATABASE_URL: 'postgresql://dropstream:s3cret@postgres:5432/dropstream' }).databaseUrl).to.include('s3cret');
+  });
+
   it('when variables the server does not read are set, then they are ignored', () => {
     expect(loadConfig({ PATH: '/usr/bin', SOMETHING_ELSE: 'x' }).port).to.equal(3000);
   });
@@ -150,6 +167,7 @@ describe('loadConfig', () => {
       'ADMIN_PORT',
       'ADMIN_TOKEN',
       'LOG_LEVEL',
+      'STORE',
       'S3_ENDPOINT',
       'S3_BUCKET',
       'S3_REGION',
@@ -158,6 +176,7 @@ describe('loadConfig', () => {
       'S3_FORCE_PATH_STYLE',
       'S3_PART_SIZE',
       'S3_PARTS_IN_FLIGHT',
+      'S3_SHARED_PART_BUFFERS',
       'S3_ABORT_INCOMPLETE_DAYS',
       'UPLOAD_CONCURRENCY',
     ]);

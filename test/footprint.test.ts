@@ -1,6 +1,6 @@
 // What the embedded default costs in memory, as the kernel counts it for the
 // `dropstream serve` process (the compiled build, with the allocator settings
-// `npm start` uses). bench/embedded-footprint.ts measures the same in more
+// its launcher sets). bench/embedded-footprint.ts measures the same in more
 // detail; the README quotes its figures.
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-import type { Caller } from './service.js';
+import type { Caller } from './types.js';
 
 export interface CallerCacheOptions {
   /** How long an entry is trusted without news of a change; bounds staleness when a change notice is lost. */
@@ -17,13 +17,14 @@ interface Entry {
  * API key hash -> caller (account and plan), for a short time, so most
  * requests need no database lookup to authenticate. Changes that would make
  * an entry wrong (a key rotated, a plan or an account's plan changed) remove
- * the affected entries at once (see CallerInvalidation), here and, through
- * Redis, on every instance.
+ * the affected entries at once (see CallerChanges in caller-changes.ts),
+ * here and, through Redis, on every instance.
  *
  * A lookup that started before such a removal must not store what it read:
  * it may have read the old state. Every removal bumps `generation`; a lookup
  * takes the generation before reading and set() ignores it if it moved.
- * Only valid keys are cached: a revoked or unknown key is looked up each time.
+ * Only valid keys are cached: a revoked or unknown key is looked up each time,
+ * by the same single query (AccountService.authenticate), so neither is faster.
  */
 export class CallerCache {
   private readonly entries = new Map<string, Entry>();

@@ -15,7 +15,8 @@ export interface Broadcast {
 /**
  * Tells every instance's CallerCache that callers changed, once the change
  * is committed: this instance's at once, the others through Redis pub/sub
- * (when REDIS_URL is set; see listenForCallerChanges). If the publish fails
+ * (when REDIS_URL is set: server.ts subscribes to the channel and hands each
+ * message to applyCallerChange, below). If the publish fails
  * (Redis down), the others learn it when their entries expire (the cache's
  * TTL); the change itself stands and the request that made it succeeds.
  */

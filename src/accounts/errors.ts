@@ -2,18 +2,18 @@ import { AppError } from '../errors.js';
 
 export const accountErrors = {
   missingKey: () =>
-    new AppError(401, 'missing_api_key', 'Authorization header with a Bearer API key is required', {
+    new AppError('missing_api_key', 'Authorization header with a Bearer API key is required', {
       'WWW-Authenticate': 'Bearer',
     }),
   invalidKey: () =>
-    new AppError(401, 'invalid_api_key', 'The API key is invalid', {
+    new AppError('invalid_api_key', 'The API key is invalid', {
       'WWW-Authenticate': 'Bearer error="invalid_token"',
     }),
   planWithoutApi: (plan: string) =>
-    new AppError(403, 'plan_without_api_access', `The ${plan} plan does not include API access`),
-  accountNotFound: () => new AppError(404, 'account_not_found', 'No such account'),
-  planNotFound: (name: string) => new AppError(404, 'plan_not_found', `No plan named ${name}`),
+    new AppError('plan_without_api_access', `The ${plan} plan does not include API access`),
+  accountNotFound: () => new AppError('account_not_found', 'No such account'),
+  planNotFound: (name: string) => new AppError('plan_not_found', `No plan named ${name}`),
   fileSizeOverStore: (limit: number) =>
-    new AppError(400, 'invalid_request', `max_file_size: the object store holds at most ${limit} bytes in one file`),
-  emailTaken: () => new AppError(409, 'email_taken', 'An account with this email already exists'),
+    new AppError('invalid_request', `max_file_size: the object store holds at most ${limit} bytes in one file`),
+  emailTaken: () => new AppError('email_taken', 'An account with this email already exists'),
 };

@@ -1,16 +1,9 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { CallerChanges } from './caller-changes.js';
 import { accountErrors } from './errors.js';
+import type { Plan } from './types.js';
 
-export interface Plan {
-  name: string;
-  apiAccess: boolean;
-  requestsPerMinute: number;
-  requestsPerDay: number;
-  /** Bytes. */
-  maxFileSize: number;
-  dailyUploads: number;
-}
+export type { Plan } from './types.js';
 
 export type PlanChanges = Partial<Omit<Plan, 'name'>>;
 
@@ -20,9 +13,24 @@ const NEW_PLAN_DEFAULTS: Omit<Plan, 'name'> = {
   requestsPerDay: 0,
   maxFileSize: 0,
   dailyUploads: 0,
+  concurrentUploads: null,
+  maxTotalSize: null,
+  maxExpiresIn: null,
 };
 
-export function toPlan(row: { name: string; apiAccess: boolean; requestsPerMinute: number; requestsPerDay: number; maxFileSize: bigint; dailyUploads: number }): Plan {
+export interface PlanRow {
+  name: string;
+  apiAccess: boolean;
+  requestsPerMinute: number;
+  requestsPerDay: number;
+  maxFileSize: bigint;
+  dailyUploads: number;
+  concurrentUploads: number | null;
+  maxTotalSize: bigint | null;
+  maxExpiresIn: number | null;
+}
+
+export function toPlan(row: PlanRow): Plan {
   return {
     name: row.name,
     apiAccess: row.apiAccess,
@@ -30,6 +38,9 @@ export function toPlan(row: { name: string; apiAccess: boolean; requestsPerMinut
     requestsPerDay: row.requestsPerDay,
     maxFileSize: Number(row.maxFileSize),
     dailyUploads: row.dailyUploads,
+    concurrentUploads: row.concurrentUploads,
+    maxTotalSize: row.maxTotalSize === null ? null : Number(row.maxTotalSize),
+    maxExpiresIn: row.maxExpiresIn,
   };
 }
 
@@ -59,10 +70,11 @@ export class PlanService {
       throw accountErrors.fileSizeOverStore(this.limits.maxFileSize);
     }
     const created = { ...NEW_PLAN_DEFAULTS, ...given };
+    const bigOrNull = (n: number | null | undefined) => (n === undefined ? undefined : n === null ? null : BigInt(n));
     const row = await this.prisma.plan.upsert({
       where: { name },
-      update: { ...given, maxFileSize: given.maxFileSize === undefined ? undefined : BigInt(given.maxFileSize) },
-      create: { ...created, name, maxFileSize: BigInt(created.maxFileSize) },
+      update: { ...given, maxFileSize: given.maxFileSize === undefined ? undefined : BigInt(given.maxFileSize), maxTotalSize: bigOrNull(given.maxTotalSize) },
+      create: { ...created, name, maxFileSize: BigInt(created.maxFileSize), maxTotalSize: bigOrNull(created.maxTotalSize) },
     });
     await this.callers?.planChanged(name);
     return toPlan(row);

@@ -64,7 +64,26 @@ async function isDirectory(path: string): Promise<boolean> {
   );
 }
 
+interface DownloadOptions {
+  url: URL;
+  /** -o: a file, or a folder to save the server's file name in; absent: the current folder. */
+  output?: string;
+  force: boolean;
+  progress: boolean;
+}
+
 export async function download(args: string[]): Promise<void> {
+  const options = downloadOptions(args);
+  const { url, output, force } = options;
+  // Before connecting, when we already know the name.
+  const named = await namedDestination(output, force);
+  const res = await requestLink(url);
+  const dest = await destinationFor(res, named, output, force);
+  await save(res, dest, options);
+  process.stdout.write(`${dest}\n`);
+}
+
+function downloadOptions(args: string[]): DownloadOptions {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
@@ -72,17 +91,20 @@ export async function download(args: string[]): Promise<void> {
   });
   const [link, ...extra] = positionals;
   if (!link || extra.length > 0) throw new CliError('usage: dropstream download <link> [-o PATH] [--force] [--progress]');
-  const url = httpUrl(link, 'the link');
-  const force = values.force === true;
+  return { url: httpUrl(link, 'the link'), output: values.output, force: values.force === true, progress: values.progress === true };
+}
 
-  // -o names the file, or a folder to save the server's file name in.
-  const output = values.output;
+/** The path -o names when it is a file rather than a folder, refused if it exists (without --force). */
+async function namedDestination(output: string | undefined, force: boolean): Promise<string | undefined> {
   const intoFolder = output === undefined || (await isDirectory(output));
   if (output !== undefined && !intoFolder && /[/\\]$/.test(output)) throw new CliError(`no such folder: ${output}`);
-  let dest = intoFolder ? undefined : resolve(output!);
-  // Before connecting, when we already know the name.
+  const dest = intoFolder ? undefined : resolve(output!);
   if (dest && !force && (await exists(dest))) throw refuseOverwrite(dest);
+  return dest;
+}
 
+/** GETs the link: the response when it is 200, else the error it carries. */
+async function requestLink(url: URL): Promise<IncomingMessage> {
   const req = startRequest(url, { method: 'GET' });
   req.end();
   let res: IncomingMessage;
@@ -92,7 +114,12 @@ export async function download(args: string[]): Promise<void> {
     throw networkError(err, url);
   }
   if (res.statusCode !== 200) throw responseError(res.statusCode ?? 0, await readBody(res).catch(() => ''));
+  return res;
+}
 
+/** Where the file goes: the path -o named, or the server's file name in the folder; refused if it exists (without --force). */
+async function destinationFor(res: IncomingMessage, named: string | undefined, output: string | undefined, force: boolean): Promise<string> {
+  let dest = named;
   if (!dest) {
     const name = filenameFromDisposition(res.headers['content-disposition']);
     if (!name) {
@@ -106,10 +133,15 @@ export async function download(args: string[]): Promise<void> {
     res.destroy();
     throw refuseOverwrite(dest);
   }
+  return dest;
+}
 
+/** Streams the response into a temp file beside `dest`, checks its length and moves it into place. */
+async function save(res: IncomingMessage, dest: string, options: DownloadOptions): Promise<void> {
+  const { url, force } = options;
   const lengthHeader = res.headers['content-length'];
   const total = lengthHeader && /^[0-9]+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
-  const progress = createProgress({ enabled: values.progress === true || process.stderr.isTTY === true, total });
+  const progress = createProgress({ enabled: options.progress || process.stderr.isTTY === true, total });
   // Same folder, so the rename is atomic; a name of our own, so a long file name cannot make it too long.
   const temp = join(dirname(dest), `.dropstream-${randomBytes(8).toString('hex')}.part`);
   // Ctrl-C mid-download: stop, and remove the temp file on the way out.
@@ -132,5 +164,4 @@ export async function download(args: string[]): Promise<void> {
     process.off('SIGINT', onInterrupt);
     progress.finish();
   }
-  process.stdout.write(`${dest}\n`);
 }

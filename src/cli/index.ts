@@ -4,13 +4,21 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
+import { SERVICE_UMASK } from '../data-dir.js';
 import { DataDirLockedError } from '../db/data-dir-lock.js';
 import { dataDirError, StartupError } from '../startup-error.js';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
+import { checkPortsFree, nodeVersionWarning } from './preflight.js';
 import { holdProcessWarnings } from './process-log.js';
-import { transfer, TRANSFER_USAGE } from './transfer.js';
 
-const USAGE = `usage:
+/**
+ * The usage text. The upload, download and loadtest commands (tus-js-client
+ * among them) are imported only when one of them runs or this is printed,
+ * not by `serve`.
+ */
+async function usage(): Promise<string> {
+  const [{ TRANSFER_USAGE }, { LOADTEST_USAGE }] = await Promise.all([import('./transfer.js'), import('./loadtest/options.js')]);
+  return `usage:
   dropstream serve
   dropstream migrate
   dropstream accounts create --plan <name> [--email <email>]
@@ -19,14 +27,18 @@ const USAGE = `usage:
   dropstream plans list
   dropstream plans set <name> [--api-access true|false] [--requests-per-minute N]
                               [--requests-per-day N] [--max-file-size BYTES] [--daily-uploads N]
+                              [--concurrent-uploads N|none] [--max-total-size BYTES|none]
+                              [--max-expires-in SECONDS|none]
   dropstream gc [--grace SECONDS]     removes what crashed or failed uploads and deletes left behind; recounts file counters
 ${TRANSFER_USAGE}
+${LOADTEST_USAGE}
 
-environment (besides the server's settings, see README):
+environment (besides the server's settings, see docs/configuration.md):
   DROPSTREAM_API_KEY    API key for upload (or --key)
   DROPSTREAM_SERVER     server for upload (or --server); default PUBLIC_URL, else http://localhost:$PORT
   ADMIN_URL             admin API for the admin commands; default http://127.0.0.1:$ADMIN_PORT
   ADMIN_TOKEN           admin token; default DATA_DIR/admin-token`;
+}
 
 const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value)}\n`);
@@ -53,10 +65,19 @@ function required(name: string, value: string | undefined): string {
 // loading Prisma and PGlite takes most of a second the admin commands do not need.
 async function serve() {
   const config = loadConfig();
+  // Everything the service writes is its own: files 0600, folders 0700, PGlite's too (src/data-dir.ts).
+  process.umask(SERVICE_UMASK);
   const processLog = holdProcessWarnings();
+  // Before the database: a taken port is one line, and nothing is migrated yet.
+  await checkPortsFree([
+    { variable: 'PORT', host: config.host, port: config.port },
+    { variable: 'ADMIN_PORT', host: config.adminHost, port: config.adminPort },
+  ]);
   const { createLogger, startServer } = await import('../server.js');
   const logger = createLogger(config.logLevel, config.logFormat);
   processLog.logTo(logger);
+  const oldNode = nodeVersionWarning();
+  if (oldNode) logger.warn({ node: process.version }, oldNode);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   let stopping = false;
   const stop = async (signal: string) => {
@@ -82,27 +103,19 @@ async function serve() {
 
 async function migrate() {
   const config = loadConfig();
-  const { openDatabase } = await import('../db/client.js');
-  const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') }).catch(
-    (err: unknown) => {
-      if (!(err instanceof DataDirLockedError)) throw err;
-      // The holder is almost always a running server, which migrated at its start.
-      const { pid, hostname } = err.holder;
-      throw new CliError(`cannot migrate ${err.dir}: process ${pid} on ${hostname} has it open (a running server applies migrations itself at start); stop it first`);
-    },
-  );
+  // It writes the embedded database too: as serve does.
+  process.umask(SERVICE_UMASK);
+  const { openReadyDatabase } = await import('../db/open.js');
+  // As serve does: a migrate job may start before its database.
+  const db = await openReadyDatabase(config, ({ attempt, reason, retryInMs, target }) =>
+    process.stderr.write(`dropstream: database at ${target} not reachable (attempt ${attempt}: ${reason}), retrying in ${retryInMs} ms\n`),
+  ).catch((err: unknown) => {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    // The holder is almost always a running server, which migrated at its start.
+    const { pid, hostname } = err.holder;
+    throw new CliError(`cannot migrate ${err.dir}: process ${pid} on ${hostname} has it open (a running server applies migrations itself at start); stop it first`);
+  });
   try {
-    // As serve does: a migrate job may start before its database.
-    if (config.databaseUrl) {
-      const { describeDatabase, waitForDatabase } = await import('../db/wait.js');
-      const target = describeDatabase(config.databaseUrl);
-      await waitForDatabase(() => db.prisma.$queryRawUnsafe('SELECT 1'), {
-        timeoutSeconds: config.databaseConnectTimeout,
-        target,
-        onRetry: ({ attempt, reason, retryInMs }) =>
-          process.stderr.write(`dropstream: database at ${target} not reachable (attempt ${attempt}: ${reason}), retrying in ${retryInMs} ms\n`),
-      });
-    }
     print({ applied: await db.migrate() });
   } finally {
     await db.close();
@@ -127,6 +140,9 @@ async function admin(group: string | undefined, action: string | undefined, args
       'requests-per-day': { type: 'string' },
       'max-file-size': { type: 'string' },
       'daily-uploads': { type: 'string' },
+      'concurrent-uploads': { type: 'string' },
+      'max-total-size': { type: 'string' },
+      'max-expires-in': { type: 'string' },
       grace: { type: 'string' },
     },
   });
@@ -151,7 +167,7 @@ async function admin(group: string | undefined, action: string | undefined, args
     case 'gc run': {
       const grace = integer('grace', values.grace);
       const res = await adminRequest(client, 'POST', '/admin/gc', grace === undefined ? {} : { grace_seconds: grace });
-      return print({ uploads: res.uploads, deletes: res.deletes, strays: res.strays, failed: res.failed, counters_fixed: res.counters_fixed });
+      return print({ expired: res.expired, uploads: res.uploads, deletes: res.deletes, strays: res.strays, failed: res.failed, counters_fixed: res.counters_fixed });
     }
     case 'plans list':
       return print((await adminRequest(client, 'GET', '/admin/plans')).plans);
@@ -164,6 +180,10 @@ async function admin(group: string | undefined, action: string | undefined, args
         requests_per_day: integer('requests-per-day', values['requests-per-day']),
         max_file_size: integer('max-file-size', values['max-file-size']),
         daily_uploads: integer('daily-uploads', values['daily-uploads']),
+        // `none` lifts the cap (null); absent leaves it as it is.
+        concurrent_uploads: values['concurrent-uploads'] === 'none' ? null : integer('concurrent-uploads', values['concurrent-uploads']),
+        max_total_size: values['max-total-size'] === 'none' ? null : integer('max-total-size', values['max-total-size']),
+        max_expires_in: values['max-expires-in'] === 'none' ? null : integer('max-expires-in', values['max-expires-in']),
       });
       return print(res.plan);
     }
@@ -175,6 +195,8 @@ async function admin(group: string | undefined, action: string | undefined, args
 /** Runs a command; resolves to true when the process should stay up (serve), false when the command is done. */
 export async function main(argv: string[]): Promise<boolean> {
   const [command, ...rest] = argv;
+  const oldNode = command === 'serve' ? undefined : nodeVersionWarning();
+  if (oldNode) process.stderr.write(`dropstream: warning: ${oldNode}\n`);
   if (command === 'serve') {
     await serve();
     return true;
@@ -182,10 +204,18 @@ export async function main(argv: string[]): Promise<boolean> {
   if (command === 'migrate') await migrate();
   else if (command === 'accounts' || command === 'keys' || command === 'plans') await admin(command, rest[0], rest.slice(1));
   else if (command === 'gc') await admin('gc', 'run', rest);
-  else if (command === 'upload' || command === 'download') await transfer(command, rest);
-  else if (command === 'help' || command === '--help' || command === '-h') process.stdout.write(`${USAGE}\n`);
+  else if (command === 'upload' || command === 'download') {
+    const { transfer } = await import('./transfer.js');
+    await transfer(command, rest);
+  }
+  else if (command === 'loadtest') {
+    // Loaded when used: the report reads uPlot from node_modules.
+    const { loadtest } = await import('./loadtest/index.js');
+    process.exitCode = await loadtest(rest);
+  }
+  else if (command === 'help' || command === '--help' || command === '-h') process.stdout.write(`${await usage()}\n`);
   else if (command) throw unknownCommand(command);
-  else throw new CliError(USAGE);
+  else throw new CliError(await usage());
   return false;
 }
 
@@ -200,7 +230,7 @@ function exit(code: number): void {
 
 main(process.argv.slice(2)).then(
   (keepRunning) => {
-    if (!keepRunning) exit(0);
+    if (!keepRunning) exit(Number(process.exitCode ?? 0));
   },
   (err: unknown) => {
     const known =

@@ -12,6 +12,8 @@ export interface ProgressSnapshot {
   elapsedMs: number;
   /** The offset a resumable upload last continued from after a cut connection. */
   resumedAt?: number;
+  /** Set while a resumable upload waits to retry or to catch up: e.g. `retry in 5 s`, `7.3 MB stored`. */
+  waiting?: string;
 }
 
 const UNITS = ['B', 'kB', 'MB', 'GB', 'TB'];
@@ -41,7 +43,12 @@ export function formatDuration(seconds: number): string {
  * The progress line, e.g. `1.6 MB / 3.1 MB  50%  12.4 MB/s  ETA 0:01`.
  * Without a total: bytes and rate only. The rate is the average since the start.
  */
-export function formatProgress({ done, total, elapsedMs, resumedAt }: ProgressSnapshot): string {
+export function formatProgress({ done, total, elapsedMs, resumedAt, waiting }: ProgressSnapshot): string {
+  // Waiting: what was sent before the cut and that it waits; no rate or ETA, which would only fall.
+  if (waiting !== undefined) {
+    const percent = total ? `  ${Math.min(100, Math.floor((done * 100) / total))}%` : '';
+    return `${formatBytes(done)} sent${total === undefined ? '' : ` / ${formatBytes(total)}`}${percent}  waiting to resume (${waiting})`;
+  }
   const rate = elapsedMs > 0 ? done / (elapsedMs / 1000) : undefined;
   const rateText = rate === undefined ? '-- MB/s' : `${(rate / 1e6).toFixed(1)} MB/s`;
   const resumed = resumedAt === undefined ? '' : `  (resumed at ${formatBytes(resumedAt)})`;
@@ -71,8 +78,12 @@ export interface Progress {
   bytes(): number;
   /** Sets the count (for clients that report progress themselves, like tus-js-client). */
   update(done: number): void;
-  /** Shows that the transfer continued from `offset` after a cut connection. */
+  /** The server has `offset` stored and the transfer continues from there; the line stays until the count passes what it showed. */
   resumed(offset: number): void;
+  /** Shows that the transfer waits to resume (`why`); counts reported meanwhile are not shown. */
+  waiting(why: string): void;
+  /** Prints a line of its own above the progress line (always, even when the line is not drawn). */
+  note(line: string): void;
   /** Draws the final state and ends the line (if enabled); stops the timer. Idempotent. */
   finish(): void;
 }
@@ -81,11 +92,12 @@ export function createProgress({ enabled, total, out = process.stderr, intervalM
   const started = now();
   let done = 0;
   let resumedAt: number | undefined;
+  let waitingFor: string | undefined;
   let lastWidth = 0;
   let finished = false;
 
   const draw = () => {
-    const line = formatProgress({ done, total, elapsedMs: now() - started, resumedAt });
+    const line = formatProgress({ done, total, elapsedMs: now() - started, resumedAt, waiting: waitingFor });
     // \r and padding rather than terminal escapes: the output may be a file or a pipe (--progress).
     out.write(`\r${line}${' '.repeat(Math.max(0, lastWidth - line.length))}`);
     lastWidth = line.length;
@@ -105,10 +117,33 @@ export function createProgress({ enabled, total, out = process.stderr, intervalM
     counter,
     bytes: () => done,
     update(value) {
+      // Below what the line shows, a count is a request starting over from
+      // the stored offset, not bytes lost: keep the line until it passes.
+      if (value < done) return;
+      if (waitingFor?.startsWith('resuming')) waitingFor = undefined;
+      if (waitingFor !== undefined) return;
       done = value;
     },
     resumed(offset) {
-      resumedAt = offset;
+      // The line stays where it was until the new request passes it (never a
+      // restart from a lower count), saying what the server has stored.
+      if (offset > 0) resumedAt = offset;
+      if (offset >= done) {
+        done = offset;
+        waitingFor = undefined;
+      } else waitingFor = `resuming from ${formatBytes(offset)} stored`;
+    },
+    waiting(why) {
+      waitingFor = why;
+    },
+    note(text) {
+      if (!timer) {
+        out.write(`${text}\n`);
+        return;
+      }
+      out.write(`\r${text}${' '.repeat(Math.max(0, lastWidth - text.length))}\n`);
+      lastWidth = 0;
+      draw();
     },
     finish() {
       if (finished) return;

@@ -1,7 +1,10 @@
 // `dropstream upload` for large files: tus (resumable) through tus-js-client,
-// the protocol's official client. A cut connection or a server error is
-// retried with back-off, continuing from the offset the server stored; the
-// progress line says where it resumed.
+// the protocol's official client. A connection that worked and then broke, or
+// a server error, is retried with back-off (each retry announced on a line of
+// its own), continuing from the offset the server stored; the progress line
+// says it waits, then where it resumed. A server never reached is not retried:
+// a wrong address or a server that is down fails at once, as a small file does.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
 import { DetailedError, Upload } from 'tus-js-client';
@@ -30,15 +33,50 @@ function retryable(err: DetailedError): boolean {
   return status === undefined || status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
 }
 
+const REASONS: Record<string, string> = {
+  ECONNRESET: 'connection reset',
+  ECONNREFUSED: 'connection refused',
+  EPIPE: 'connection broken',
+  ETIMEDOUT: 'connection timed out',
+  ECONNABORTED: 'connection aborted',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'name lookup failed',
+};
+
+/** Why a request failed, in a few words: `connection reset`, `server answered 503`. */
+export function retryReason(err: DetailedError): string {
+  const status = err.originalResponse?.getStatus();
+  if (status === 409 || status === 423) return `server answered ${status} (the upload is still busy with the cut request)`;
+  if (status === 429) return `server answered 429 (rate limited)`;
+  if (status) return `server answered ${status}`;
+  const cause = (err.causingError ?? err) as NodeJS.ErrnoException;
+  return (cause.code && REASONS[cause.code]) ?? cause.code ?? cause.message ?? 'request failed';
+}
+
+/** The retry announcement: `retrying in 5 s: connection reset`. */
+export const retryLine = (delayMs: number, reason: string) => (delayMs > 0 ? `retrying in ${Math.ceil(delayMs / 1000)} s: ${reason}` : `retrying now: ${reason}`);
+
+export interface SendEvents {
+  onProgress(sent: number): void;
+  onResumed(offset: number): void;
+  /** A retry is coming after `delayMs`, for `reason`. */
+  onRetry(delayMs: number, reason: string): void;
+}
+
 /**
  * Sends the file with tus; resolves with the upload's URL. An upload given
  * up on (retries spent, an error answer, Ctrl-C) is terminated: this client
  * keeps no upload URLs between runs, so nothing could continue it, and it
  * would hold a daily upload slot until it expired.
  */
-async function send(options: ResumableUploadOptions, onProgress: (sent: number) => void, onResumed: (offset: number) => void): Promise<string> {
+async function send(options: ResumableUploadOptions, { onProgress, onResumed, onRetry }: SendEvents): Promise<string> {
   const { endpoint, key, path, size } = options;
   let upload: Upload | undefined;
+  // Retries are for a connection that worked and broke: until the server has
+  // answered once, a failure is a wrong address or a server that is down.
+  let reached = false;
   const finished: Promise<string> = new Promise((resolve, reject) => {
     upload = new Upload(createReadStream(path), {
       endpoint: endpoint.href,
@@ -46,11 +84,16 @@ async function send(options: ResumableUploadOptions, onProgress: (sent: number) 
       metadata: { filename: basename(path) },
       uploadSize: size,
       retryDelays: RETRY_DELAYS,
-      onShouldRetry: (err) => retryable(err as DetailedError),
+      onShouldRetry: (err, attempt, opts) => {
+        if (!reached || !retryable(err as DetailedError)) return false;
+        onRetry(opts.retryDelays?.[attempt] ?? 0, retryReason(err as DetailedError));
+        return true;
+      },
       onProgress,
       onAfterResponse: (req, res) => {
+        reached = true;
         const offset = Number(res.getHeader('Upload-Offset'));
-        if (req.getMethod() === 'HEAD' && res.getStatus() === 200 && offset > 0) onResumed(offset);
+        if (req.getMethod() === 'HEAD' && res.getStatus() === 200 && offset >= 0) onResumed(offset);
       },
       onError: reject,
       onSuccess: () => resolve(upload!.url!),
@@ -89,7 +132,7 @@ async function linkOf(uploadUrl: URL, key: string): Promise<string> {
     }
     if (res.statusCode === 200 && typeof link === 'string') return link;
     if (res.statusCode !== 200 || attempt === 10) throw responseError(res.statusCode ?? 0, body);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await sleep(1000);
   }
 }
 
@@ -98,7 +141,14 @@ export async function resumableUpload(options: ResumableUploadOptions): Promise<
   const { endpoint, key, path, size } = options;
   const progress = createProgress({ enabled: options.showProgress, total: size });
   try {
-    const uploadUrl = await send(options, (sent) => progress.update(sent), (offset) => progress.resumed(offset));
+    const uploadUrl = await send(options, {
+      onProgress: (sent) => progress.update(sent),
+      onResumed: (offset) => progress.resumed(offset),
+      onRetry: (delayMs, reason) => {
+        progress.note(`dropstream: ${retryLine(delayMs, reason)}`);
+        progress.waiting(delayMs > 0 ? `retry in ${Math.ceil(delayMs / 1000)} s` : 'retrying');
+      },
+    });
     return await linkOf(new URL(uploadUrl), key);
   } catch (err) {
     if (err instanceof CliError) throw err;

@@ -1,17 +1,15 @@
 // Builds the Prisma client for one of the two backends: PostgreSQL when a URL
 // is given, otherwise PGlite (PostgreSQL compiled to WebAssembly) in a folder,
-// or in memory for tests. Both run the same schema and migrations.
-import { mkdir } from 'node:fs/promises';
+// or in memory for tests. Both run the same schema and migrations. Each
+// backend's driver is imported when it is opened, so a server loads one.
 import { dirname } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { PrismaPg } from '@prisma/adapter-pg';
+import type { PGlite } from '@electric-sql/pglite';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
+import { makeDir } from '../make-dir.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { applyMigrations } from './migrate.js';
 import { pendingMigrations } from './pending.js';
-import { seedFromTemplate } from './pglite-template.js';
 import { keepWasmOnBaselineTier } from './wasm-tiering.js';
 
 export type { PrismaClient };
@@ -43,20 +41,22 @@ export interface Database {
  * small and hot (accounts, keys, plans, file rows). 16 MB measured 100-120 MiB
  * less idle RSS (bench/embedded-footprint.ts).
  */
-const PGLITE_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+const PGLITE_SHARED_BUFFERS = ['-c', 'shared_buffers=16MB'];
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let factory: SqlMigrationAwareDriverAdapterFactory;
   let closeDriver: () => Promise<void>;
   if (options.url) {
+    const { PrismaPg } = await import('@prisma/adapter-pg');
     factory = new PrismaPg({ connectionString: options.url });
     closeDriver = async () => {};
   } else {
+    const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
     const lock = options.pgliteDir ? await lockAndSeed(options.pgliteDir) : undefined;
     keepWasmOnBaselineTier();
     let pglite: PGlite;
     try {
-      pglite = await PGlite.create(options.pgliteDir, { startParams: PGLITE_START_PARAMS });
+      pglite = await PGlite.create(options.pgliteDir, { startParams: [...PGlite.defaultStartParams, ...PGLITE_SHARED_BUFFERS] });
     } catch (err) {
       await lock?.release();
       throw err;
@@ -87,10 +87,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
 /** Takes the folder's lock, then makes sure it holds a database (a copy of the template if it is new). */
 async function lockAndSeed(dir: string) {
-  await mkdir(dirname(dir), { recursive: true });
+  await makeDir(dirname(dir));
   const lock = await lockDataDir(dir);
   try {
-    if (!(await seedFromTemplate(dir))) await mkdir(dir, { recursive: true });
+    const { seedFromTemplate } = await import('./pglite-template.js');
+    if (!(await seedFromTemplate(dir))) await makeDir(dir);
   } catch (err) {
     await lock.release();
     throw err;

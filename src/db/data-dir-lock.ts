@@ -140,7 +140,7 @@ async function watchHeartbeat(path: string, staleMs: number): Promise<Verdict> {
  */
 async function takeOver(path: string, judged: string): Promise<void> {
   const guardPath = `${path}.takeover`;
-  const guard = await open(guardPath, 'wx').catch((err: NodeJS.ErrnoException) => {
+  const guard = await open(guardPath, 'wx', 0o600).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'EEXIST') throw err;
     return undefined;
   });
@@ -212,7 +212,7 @@ export async function lockDataDir(dir: string, options: LockOptions = {}): Promi
   const { heartbeatMs, staleMs } = { ...DEFAULTS, ...options };
   const path = `${dir}.lock`;
   for (let attempt = 0; attempt < 20; attempt++) {
-    const file = await open(path, 'wx', 0o644).catch((err: NodeJS.ErrnoException) => {
+    const file = await open(path, 'wx', 0o600).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EEXIST') throw err;
       return undefined;
     });

@@ -5,7 +5,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
-import { openSchemaEngine, type SchemaEngine } from './schema-engine.js';
+import type { SchemaEngine } from './schema-engine.js';
 
 const root = fileURLToPath(new URL('../../prisma/', import.meta.url));
 export const schemaPath = join(root, 'schema.prisma');
@@ -57,6 +57,8 @@ async function withEngine<T>(adapterFactory: SqlMigrationAwareDriverAdapterFacto
     Object.defineProperty(tracking, symbol, { value: (adapterFactory as unknown as Record<symbol, unknown>)[symbol] });
   }
   const content = await readFile(schemaPath, 'utf8');
+  // Imported here: a server whose database is up to date never loads the engine.
+  const { openSchemaEngine } = await import('./schema-engine.js');
   const engine = await openSchemaEngine({ path: 'schema.prisma', content }, tracking);
   try {
     return await fn(engine);

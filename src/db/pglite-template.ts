@@ -69,6 +69,14 @@ async function readableByAll(dir: string): Promise<void> {
   await chmod(dir, 0o755);
 }
 
+/** A copy is the service's own database: 0700 and 0600, as PostgreSQL's initdb makes them (issue 27). */
+async function ownerOnly(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    await chmod(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o700 : 0o600);
+  }
+  await chmod(dir, 0o700);
+}
+
 /**
  * Fills the folder `dir` from the template when it holds no database yet
  * (copied next to it, then renamed, so a crash never leaves half a
@@ -81,6 +89,7 @@ export async function seedFromTemplate(dir: string): Promise<boolean> {
   const copying = `${dir}.seeding`;
   await rm(copying, { recursive: true, force: true });
   await cp(templateDir, copying, { recursive: true });
+  await ownerOnly(copying);
   // An empty folder gives way. One with files but no database (an initdb
   // that died) is left to PGlite, as it would be without a template.
   const cleared = await rmdir(dir).then(

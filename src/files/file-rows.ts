@@ -1,11 +1,16 @@
 // The statements that add or remove a file row. Each also changes the
 // account's counters (file_count, total_bytes) and the pending_objects
-// record, in the same single statement: a statement is atomic by itself, so
-// any snapshot sees rows and counters agree, and one statement is one round
-// trip where a transaction of three would be five (BEGIN ... COMMIT), with
-// the account's row locked for the whole of them.
-import type { PrismaClient } from '../generated/prisma/client.js';
-import { newLinkToken, toFileRecord, type FileRecord } from './record.js';
+// record (with SQL from pending.ts, the table's owner), in the same single
+// statement: a statement is atomic by itself, so any snapshot sees rows and
+// counters agree, and one statement is one round trip where a transaction of
+// three would be five (BEGIN ... COMMIT), with the account's row locked for
+// the whole of them.
+import { randomInt } from 'node:crypto';
+import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
+import { newLinkToken, primaryLinkSql, type LinkRules } from './links.js';
+import { claimForFileSql, queueRemovalsSql } from './pending.js';
+import { after } from './upload-options.js';
+import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';
 
 /** A complete object, ready to become a file. */
 export interface StoredFile {
@@ -18,18 +23,10 @@ export interface StoredFile {
   sha256: string;
   /** Key of the object, recorded in pending_objects while it was written. */
   storageKey: string;
-}
-
-interface FileRowRaw {
-  id: number;
-  account_id: number;
-  filename: string;
-  size: bigint;
-  sha256: string;
-  storage_key: string;
-  link_token: string;
-  download_count: bigint;
-  created_at: Date;
+  /** Seconds from the commit to the file's expiry; none: it never expires. */
+  expiresIn?: number;
+  /** Rules of the file's primary link (none: a plain public link). */
+  primaryLink?: LinkRules;
 }
 
 export class UploadSweptError extends Error {
@@ -40,42 +37,69 @@ export class UploadSweptError extends Error {
 
 /**
  * Makes a stored object a file: drops its pending_objects record, inserts
- * the file row and adds it to the account's counters, all or nothing. Every
+ * the file row and its primary link (links.ts) and adds it to the account's
+ * counters, all or nothing. Every
  * way of uploading ends here (multipart today, resumable uploads too). If the
- * record is gone (the sweeper judged the upload abandoned and claimed it),
+ * record is gone or claimed (the sweeper judged the upload abandoned),
  * nothing is written and UploadSweptError is thrown; the caller then
  * removes the object as for any failed upload.
  */
-export async function commitFile(prisma: PrismaClient, file: StoredFile): Promise<FileRecord> {
+export async function commitFile(prisma: PrismaClient, file: StoredFile, newId: () => number = newFileId): Promise<FileRecord> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await insertFile(prisma, file, newId());
+    } catch (err) {
+      // The statement is atomic: a taken id undid the claim too, so trying again is safe.
+      if (attempt >= ID_ATTEMPTS || !isIdTaken(err)) throw err;
+    }
+  }
+}
+
+/**
+ * A new file id: random in 1..2^31-1 (the column is an integer, as the spec's
+ * file_id; JSON and every client read it exactly). Not a sequence: a global
+ * counter told every tenant how many files the others had uploaded between
+ * two of its own (issue 27). Ids guess nothing else: a file is only ever
+ * found together with its account. A taken id (likely only once there are
+ * hundreds of millions of files: the chance is files / 2^31) is drawn again.
+ */
+export const newFileId = () => randomInt(1, MAX_FILE_ID + 1);
+
+/** The largest file id: PostgreSQL's `integer`. */
+export const MAX_FILE_ID = 2 ** 31 - 1;
+
+/** Draws before giving up: at a 1-in-10 chance of a taken id, five in a row is 1 in 100,000. */
+const ID_ATTEMPTS = 5;
+
+/** Whether `err` is the primary key of files refusing a duplicate id. */
+function isIdTaken(err: unknown): boolean {
+  if (!(err instanceof Prisma.PrismaClientKnownRequestError)) return false;
+  const cause = (err.meta?.driverAdapterError as { cause?: { kind?: string; constraint?: { index?: string; fields?: string[] } } } | undefined)?.cause;
+  return cause?.kind === 'UniqueConstraintViolation' && (cause.constraint?.index === 'files_pkey' || cause.constraint?.fields?.join() === 'id');
+}
+
+async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): Promise<FileRecord> {
   // Dates are passed, not left to DEFAULT CURRENT_TIMESTAMP: the columns have
   // no time zone and Prisma writes UTC, whatever the server's TimeZone says.
   const now = new Date();
-  const rows = await prisma.$queryRaw<FileRowRaw[]>`
-    WITH claimed AS (
-      DELETE FROM pending_objects WHERE storage_key = ${file.storageKey} RETURNING storage_key
-    ), inserted AS (
-      INSERT INTO files (account_id, filename, size, sha256, storage_key, link_token, download_count, created_at)
-      SELECT ${file.accountId}, ${file.filename}, ${BigInt(file.size)}, ${file.sha256}, storage_key, ${newLinkToken()}, 0, ${now}::timestamp(3)
+  const expiresAt = file.expiresIn === undefined ? null : after(now, file.expiresIn);
+  const rows = await prisma.$queryRaw<FileColumns[]>`
+    WITH claimed AS (${claimForFileSql(file.storageKey, now)}), inserted AS (
+      INSERT INTO files (id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at)
+      SELECT ${id}, ${file.accountId}, ${file.filename}, ${BigInt(file.size)}, ${file.sha256}, storage_key, ${newLinkToken()}, 0, ${now}::timestamp(3),
+        ${expiresAt}::timestamp(3)
       FROM claimed
       RETURNING *
-    ), counted AS (
-      UPDATE accounts SET file_count = file_count + 1, total_bytes = total_bytes + inserted.size
-      FROM inserted WHERE accounts.id = inserted.account_id
+    ), linked AS (${primaryLinkSql('inserted', file.primaryLink ?? {}, now)}), counted AS (
+      -- The upload's reservation against the storage quota (storage-quota.ts) becomes stored bytes.
+      UPDATE accounts SET file_count = file_count + 1, total_bytes = total_bytes + inserted.size,
+        reserved_bytes = accounts.reserved_bytes - claimed.reserved_bytes
+      FROM inserted, claimed WHERE accounts.id = inserted.account_id
     )
-    SELECT id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at FROM inserted`;
+    SELECT id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at FROM inserted`;
   const row = rows[0];
   if (!row) throw new UploadSweptError(file.storageKey);
-  return toFileRecord({
-    id: row.id,
-    accountId: row.account_id,
-    filename: row.filename,
-    size: BigInt(row.size),
-    sha256: row.sha256,
-    storageKey: row.storage_key,
-    linkToken: row.link_token,
-    downloadCount: BigInt(row.download_count),
-    createdAt: row.created_at,
-  });
+  return fromFileColumns(row);
 }
 
 /**
@@ -88,15 +112,34 @@ export async function removeFileRow(prisma: PrismaClient, accountId: number, fil
   const rows = await prisma.$queryRaw<{ storage_key: string }[]>`
     WITH removed AS (
       DELETE FROM files WHERE id = ${fileId} AND account_id = ${accountId} RETURNING account_id, size, storage_key
-    ), queued AS (
-      INSERT INTO pending_objects (storage_key, reason, created_at, touched_at)
-      SELECT storage_key, 'delete', ${now}::timestamp(3), ${now}::timestamp(3) FROM removed
-    ), counted AS (
+    ), queued AS (${queueRemovalsSql('removed', now)}), counted AS (
       UPDATE accounts SET file_count = file_count - 1, total_bytes = total_bytes - removed.size
       FROM removed WHERE accounts.id = removed.account_id
     )
     SELECT storage_key FROM removed`;
   return rows[0]?.storage_key;
+}
+
+/**
+ * Removes up to `limit` files whose expires_at has passed (the oldest
+ * first), as removeFileRow does one: rows, counters and the queueing of
+ * their objects in one statement; the sweep then removes the objects.
+ * Returns how many files went. SKIP LOCKED: sweeps on several instances
+ * take different files.
+ */
+export async function removeExpiredFiles(prisma: PrismaClient, now: Date, limit: number): Promise<number> {
+  const rows = await prisma.$queryRaw<{ storage_key: string }[]>`
+    WITH due AS (
+      SELECT id FROM files WHERE expires_at <= ${now}::timestamp(3) ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    ), removed AS (
+      DELETE FROM files WHERE id IN (SELECT id FROM due) RETURNING account_id, size, storage_key
+    ), queued AS (${queueRemovalsSql('removed', now)}), counted AS (
+      UPDATE accounts SET file_count = file_count - gone.files, total_bytes = total_bytes - gone.bytes
+      FROM (SELECT account_id, count(*)::integer AS files, sum(size)::bigint AS bytes FROM removed GROUP BY account_id) gone
+      WHERE accounts.id = gone.account_id
+    )
+    SELECT storage_key FROM removed`;
+  return rows.length;
 }
 
 /**

@@ -2,9 +2,16 @@ import { fileErrors } from './errors.js';
 
 const MAX_BYTES = 255;
 // C0 controls, DEL and C1 controls: never part of a name a person typed, and
-// CR/LF or NUL in a name are header- and path-injection tools. Bidirectional
-// controls too: with U+202E, "invoice\u202Egpj.exe" shows as "invoiceexe.jpg".
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+// CR/LF or NUL in a name are header- and path-injection tools. Every
+// Bidi_Control too: with U+202E, "invoice\u202Egpj.exe" shows as
+// "invoiceexe.jpg" (U+061C, the Arabic letter mark, is one as well). And
+// every Default_Ignorable_Code_Point (zero-width spaces and joiners, word
+// joiner, U+FEFF, tag characters, variation selectors...): invisible, so two
+// names that look the same would differ (issue 27). Unicode properties
+// rather than a hand list, so no member of either class is forgotten.
+const CONTROL = /[\p{Cc}\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u;
+/** Nothing but whitespace (NBSP included: \s covers Unicode's White_Space): a name nobody can see. */
+const BLANK = /^\s*$/u;
 
 /**
  * The name a file is listed and downloaded under: the last path segment of
@@ -17,8 +24,8 @@ export function cleanFilename(raw: string): string {
   // drops it when reading text back: kept, the same upload would be named
   // differently on the two database backends.
   const name = (raw.split(/[/\\]/).pop() ?? '').normalize('NFC').replace(/^\uFEFF+/, '');
-  if (CONTROL.test(name)) throw fileErrors.invalidFilename('control characters are not allowed');
-  if (name === '' || name === '.' || name === '..') throw fileErrors.invalidFilename('the name is empty');
+  if (CONTROL.test(name)) throw fileErrors.invalidFilename('control or invisible characters are not allowed');
+  if (BLANK.test(name) || name === '.' || name === '..') throw fileErrors.invalidFilename('the name is empty');
   if (Buffer.byteLength(name, 'utf8') > MAX_BYTES) throw fileErrors.invalidFilename(`longer than ${MAX_BYTES} bytes`);
   return name;
 }

@@ -1,7 +1,6 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
-
-/** The UTC day, as the database's DATE (YYYY-MM-DD). */
-export const utcDay = (now: Date) => now.toISOString().slice(0, 10);
+import { utcDay } from '../utc-day.js';
+import { fileErrors } from './errors.js';
 
 /**
  * Daily upload quotas, exact under concurrency and across instances: the
@@ -24,6 +23,24 @@ export class UploadQuota {
       WHERE daily_uploads.count < ${limit}
       RETURNING count`;
     return rows.length ? day : undefined;
+  }
+
+  /**
+   * Takes a slot for today (403 daily_upload_limit when `limit` are taken)
+   * and starts an upload with it: `start` records it (PendingObjects), after
+   * which the record holds the slot. Until then the slot is ours alone, so if
+   * `start` fails it is given back here (a failure to give it back goes to
+   * `onCleanupError`) and the error goes on.
+   */
+  async startWithSlot<T>(accountId: number, limit: number, start: (day: string) => Promise<T>, onCleanupError: (err: unknown) => void): Promise<T> {
+    const day = await this.take(accountId, limit);
+    if (!day) throw fileErrors.dailyUploadLimit(limit);
+    try {
+      return await start(day);
+    } catch (err) {
+      await this.release(accountId, day).catch(onCleanupError);
+      throw err;
+    }
   }
 
   /** Gives a slot back to the day it was taken from, even after midnight. */

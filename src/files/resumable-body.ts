@@ -5,7 +5,6 @@
 // the store received.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { createSHA256 } from 'hash-wasm';
 import type { AppError } from '../errors.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { AppendResult, ResumableState } from '../storage/resumable.js';
@@ -24,10 +23,78 @@ export interface AppendInput {
 }
 
 /**
+ * How a body stops when its request is told to (resumable.ts: the lease's
+ * signal). A newer request taking over (`settles(reason)` true) does not cut
+ * at once: what is already in flight is read and stored first (see
+ * stopWhenQuiet). Any other reason (the lease was lost) cuts at once.
+ */
+export interface StopOptions {
+  signal: AbortSignal;
+  /** Whether a stop for `reason` may first read what is in flight. */
+  settles(reason: unknown): boolean;
+  /** The longest a settling stop reads on. */
+  graceMs: number;
+  /** The error the body ends with. */
+  error(reason: unknown): Error;
+}
+
+/**
+ * A pause this long while waiting for the body's next chunk means nothing
+ * more is in flight. The bytes of a connection that died (a reset, or a
+ * client that went silent) are already in this machine's buffers, some
+ * megabytes on loopback, and come back to back; without reading them, the
+ * client resent them (issue 19: 1.06-1.08x the file after a reset).
+ */
+const QUIET_MS = 150;
+
+/**
+ * Watches the body for `stop.signal`: once it aborts, the body is destroyed
+ * (with `stop.error(reason)`) when a wait for its next chunk lasts
+ * QUIET_MS, or after `stop.graceMs` however fast bytes still come: a client
+ * alive and sending does not hold the upload against the newer request.
+ * `waiting(true)` before each wait for a chunk, `waiting(false)` after.
+ */
+function stopWhenQuiet(body: Readable, stop: StopOptions) {
+  let waitingNow = false;
+  let quiet: NodeJS.Timeout | undefined;
+  let grace: NodeJS.Timeout | undefined;
+  let deadline = 0;
+  const cut = () => {
+    if (!body.readableEnded) body.destroy(stop.error(stop.signal.reason));
+  };
+  const armQuiet = () => {
+    clearTimeout(quiet);
+    if (waitingNow && stop.signal.aborted) quiet = setTimeout(cut, Math.max(0, Math.min(QUIET_MS, deadline - Date.now())));
+  };
+  const onAbort = () => {
+    if (!stop.settles(stop.signal.reason)) return cut();
+    deadline = Date.now() + stop.graceMs;
+    grace = setTimeout(cut, stop.graceMs);
+    armQuiet();
+  };
+  if (stop.signal.aborted) onAbort();
+  else stop.signal.addEventListener('abort', onAbort, { once: true });
+  return {
+    waiting(now: boolean) {
+      waitingNow = now;
+      if (now) armQuiet();
+      else clearTimeout(quiet);
+    },
+    done() {
+      stop.signal.removeEventListener('abort', onAbort);
+      clearTimeout(quiet);
+      clearTimeout(grace);
+    },
+  };
+}
+
+/**
  * The SHA-256 of an upload so far, continued from `state` (hash-wasm can
- * save and load its state; Node's crypto cannot), or new.
+ * save and load its state; Node's crypto cannot), or new. Imported here, so
+ * a server loads it with its first resumable upload.
  */
 export async function hasher(state?: Uint8Array) {
+  const { createSHA256 } = await import('hash-wasm');
   const hash = await createSHA256();
   if (state) hash.load(state);
   else hash.init();
@@ -52,21 +119,40 @@ export async function writeBody(
   store: ObjectStore,
   row: ResumableRow,
   input: AppendInput,
-  options: { length?: number; limit: number; overLimit: () => AppError; onState: (state: ResumableState) => Promise<void> },
+  options: {
+    length?: number;
+    limit: number;
+    overLimit: () => AppError;
+    onState: (state: ResumableState) => Promise<void>;
+    stop?: StopOptions;
+    /** Awaited before each chunk with the upload's size after it; throws to cut the body there (the storage quota). */
+    admit?: (after: number) => Promise<void>;
+  },
 ): Promise<Written> {
   const hash = await hasher(row.hashState);
   const checksum = input.checksum ? createHash('sha256') : undefined;
+  const stopping = options.stop ? stopWhenQuiet(input.body, options.stop) : undefined;
   let received = 0;
   async function* measured(): AsyncGenerator<Buffer> {
+    stopping?.waiting(true);
     for await (const chunk of input.body as AsyncIterable<Buffer>) {
+      stopping?.waiting(false);
       if (received + chunk.length > options.limit) throw options.overLimit();
+      await options.admit?.(row.offset + received + chunk.length);
       received += chunk.length;
       hash.update(chunk);
       checksum?.update(chunk);
       yield chunk;
+      stopping?.waiting(true);
     }
+    stopping?.waiting(false);
   }
-  const result = await store.appendResumable(row.storageKey, row.storeState, measured(), { offset: row.offset, length: options.length, onState: options.onState });
+  let result: AppendResult;
+  try {
+    result = await store.appendResumable(row.storageKey, row.storeState, measured(), { offset: row.offset, length: options.length, onState: options.onState });
+  } finally {
+    stopping?.done();
+  }
   if (result.offset !== row.offset + received) throw new Error(`the store kept ${result.offset - row.offset} bytes of ${received}`);
   const checksumFailed = checksum !== undefined && (result.interrupted !== undefined || !checksum.digest().equals(input.checksum!));
   return { ...result, received, hashState: hash.save(), checksumFailed };

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import type { ResumableState } from '../storage/resumable.js';
+import type { PendingObjects, PendingRecord } from './pending.js';
 import { toFileRecord, type FileRecord } from './record.js';
 
 export interface ResumableRow {
@@ -23,6 +24,10 @@ export interface ResumableRow {
   interrupted: boolean;
   expiresAt: Date;
   createdAt: Date;
+  /** What the file will be given (Upload-Metadata options): seconds it lives, its primary link's rules. */
+  fileExpiresIn?: number;
+  maxDownloads?: number;
+  passwordHash?: string;
 }
 
 /** An upload as a client may see it: its row, and the file it became. */
@@ -37,6 +42,15 @@ export interface ResumableView extends ResumableRow {
 
 type Row = Prisma.ResumableUploadGetPayload<object>;
 
+/** An upload claimed for its removal (ResumableRecords.claim). */
+export interface RemovalClaim {
+  row: ResumableRow;
+  /** Its pending record, holding the quota slot; absent once the upload became a file (then the row is already gone). */
+  pending?: PendingRecord;
+  /** The removal's lease on the row. */
+  token: string;
+}
+
 const toRow = (row: Row): ResumableRow => ({
   id: row.id,
   accountId: row.accountId,
@@ -49,11 +63,15 @@ const toRow = (row: Row): ResumableRow => ({
   interrupted: row.interrupted,
   expiresAt: row.expiresAt,
   createdAt: row.createdAt,
+  fileExpiresIn: row.fileExpiresIn ?? undefined,
+  maxDownloads: row.maxDownloads ?? undefined,
+  passwordHash: row.passwordHash ?? undefined,
 });
 
 /** The URL token of an upload: 128 random bits, base64url (22 characters). */
 export const newUploadId = () => randomBytes(16).toString('base64url');
-export const UPLOAD_ID = /^[A-Za-z0-9_-]{22}$/;
+/** Whether `id` has the form newUploadId gives (22 base64url characters). */
+export const isUploadId = (id: string) => /^[A-Za-z0-9_-]{22}$/.test(id);
 
 const json = (state: ResumableState) => state as unknown as Prisma.InputJsonValue;
 const bytes = (state: Uint8Array) => new Uint8Array(state) as Uint8Array<ArrayBuffer>;
@@ -71,10 +89,17 @@ export interface NewUpload {
   quotaDay: string;
   expiresAt: Date;
   createdAt: Date;
+  fileExpiresIn?: number;
+  maxDownloads?: number;
+  passwordHash?: string;
 }
 
 export class ResumableRecords {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    /** The owner of the pending record each upload has (reason "resumable"). */
+    private readonly pending: PendingObjects,
+  ) {}
 
   /** The upload's row and its pending record (holding the quota slot of `quotaDay`), together. */
   async create(upload: NewUpload): Promise<ResumableRow> {
@@ -83,15 +108,7 @@ export class ResumableRecords {
       this.prisma.resumableUpload.create({
         data: { ...fields, length: fields.length === undefined ? null : BigInt(fields.length), storeState: json(fields.storeState), hashState: bytes(fields.hashState) },
       }),
-      this.prisma.pendingObject.create({
-        data: {
-          storageKey: upload.storageKey,
-          reason: 'resumable',
-          accountId: upload.accountId,
-          quotaDay: new Date(`${quotaDay}T00:00:00Z`),
-          uploadId: upload.storeState.uploadId,
-        },
-      }),
+      this.pending.recordResumable({ storageKey: upload.storageKey, accountId: upload.accountId, quotaDay, uploadId: upload.storeState.uploadId }),
     ]);
     return toRow(row);
   }
@@ -103,12 +120,12 @@ export class ResumableRecords {
     // Two lookups by unique key, side by side: one round trip's wait.
     const [file, pending] = await Promise.all([
       this.prisma.file.findUnique({ where: { storageKey: row.storageKey } }),
-      this.prisma.pendingObject.findUnique({ where: { storageKey: row.storageKey }, select: { reason: true } }),
+      this.pending.holdsResumable(row.storageKey),
     ]);
     return {
       ...toRow(row),
       file: file ? toFileRecord(file) : undefined,
-      pending: pending?.reason === 'resumable',
+      pending,
       locked: row.lockedUntil !== null && row.lockedUntil > now,
     };
   }
@@ -123,6 +140,12 @@ export class ResumableRecords {
       data: { lockToken: token, lockedUntil: until },
     });
     return rows[0] ? toRow(rows[0]) : undefined;
+  }
+
+  /** Until when the account's upload is leased (null: not leased; undefined: no such upload). */
+  async lockedUntil(id: string, accountId: number): Promise<Date | null | undefined> {
+    const row = await this.prisma.resumableUpload.findUnique({ where: { id, accountId }, select: { lockedUntil: true } });
+    return row?.lockedUntil;
   }
 
   /** Extends a lease; false when it is no longer ours. */
@@ -140,7 +163,7 @@ export class ResumableRecords {
   async saveStoreState(row: ResumableRow, token: string, state: ResumableState): Promise<void> {
     await this.prisma.$transaction([
       this.prisma.resumableUpload.updateMany({ where: { id: row.id, lockToken: token }, data: { storeState: json(state) } }),
-      this.prisma.pendingObject.updateMany({ where: { storageKey: row.storageKey }, data: { uploadId: state.uploadId } }),
+      this.pending.setResumableUploadId(row.storageKey, state.uploadId),
     ]);
   }
 
@@ -166,36 +189,47 @@ export class ResumableRecords {
   }
 
   /**
-   * Removes the upload's row and claims its pending record (deleting it),
-   * all or nothing; `where` says whose turn it is (our lease, or expired and
-   * unleased). Returns what was removed, or undefined when the row did not
-   * match. `slot` is the quota slot the claim freed (none once the upload
-   * became a file).
+   * Claims the upload for its removal, all or nothing; `where` says whose
+   * turn it is (our lease, or expired and unleased). An upload that became
+   * a file (its pending record is gone) only loses its row: the object is
+   * the file's. Otherwise nothing is deleted yet (delete, then forget): the
+   * row is made expired, so no request can lease it again, and leased to
+   * `claim.token` until `claim.until`. The removal forgets both records only
+   * once the store has discarded the bytes (forget()); one that dies before
+   * leaves them, and the sweep removes the upload once the claim ran out.
+   * Undefined when the row did not match.
    */
-  async claim(id: string, where: { token: string } | { expiredAt: Date }) {
-    return this.prisma
-      .$transaction(async (tx) => {
-        const condition = 'token' in where ? { lockToken: where.token } : { expiresAt: { lte: where.expiredAt }, ...unlocked(where.expiredAt) };
-        const row = await tx.resumableUpload.delete({ where: { id, ...condition } });
-        const pending = await tx.pendingObject.findUnique({ where: { storageKey: row.storageKey, reason: 'resumable' } });
-        if (pending) await tx.pendingObject.delete({ where: { storageKey: row.storageKey } });
-        return { row, pending: pending ?? undefined };
-      })
-      .catch((err: unknown) => {
-        if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2025') return undefined;
-        throw err;
+  async claim(id: string, where: { token: string } | { expiredAt: Date }, claim: { token: string; until: Date; now: Date }): Promise<RemovalClaim | undefined> {
+    return this.prisma.$transaction(async (tx) => {
+      const condition = 'token' in where ? { lockToken: where.token } : { expiresAt: { lte: where.expiredAt }, ...unlocked(where.expiredAt) };
+      const [row] = await tx.resumableUpload.updateManyAndReturn({
+        where: { id, ...condition },
+        data: { lockToken: claim.token, lockedUntil: claim.until, expiresAt: claim.now },
       });
+      if (!row) return undefined;
+      const pending = await this.pending.resumableRecord(tx, row.storageKey);
+      if (!pending) await tx.resumableUpload.delete({ where: { id } });
+      return { row: toRow(row), pending, token: claim.token };
+    });
   }
 
-  /** Puts back what claim() removed, expired, so the next sweep tries again (the store could not discard it). */
-  async restore(claimed: NonNullable<Awaited<ReturnType<ResumableRecords['claim']>>>, now: Date): Promise<void> {
-    const { row, pending } = claimed;
-    await this.prisma.$transaction([
-      this.prisma.resumableUpload.create({
-        data: { ...row, storeState: row.storeState as Prisma.InputJsonValue, hashState: bytes(row.hashState), lockToken: null, lockedUntil: null, expiresAt: now },
-      }),
-      ...(pending ? [this.prisma.pendingObject.create({ data: pending })] : []),
-    ]);
+  /**
+   * After the store discarded the upload's bytes: its row and pending record
+   * go together, if the claim is still ours. True when this removed the
+   * pending record, and so holds the quota slot it recorded (exactly once:
+   * a removal whose claim ran out and was taken over forgets nothing).
+   */
+  async forget(claimed: RemovalClaim): Promise<boolean> {
+    return this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.resumableUpload.deleteMany({ where: { id: claimed.row.id, lockToken: claimed.token } });
+      if (count === 0) return false;
+      return this.pending.forgetResumable(tx, claimed.row.storageKey);
+    });
+  }
+
+  /** Ends a removal's claim without forgetting anything (the store could not discard): the next sweep tries again. */
+  async letGo(claimed: RemovalClaim): Promise<void> {
+    await this.prisma.resumableUpload.updateMany({ where: { id: claimed.row.id, lockToken: claimed.token }, data: { lockToken: null, lockedUntil: null } });
   }
 
   /** Ids of expired, unleased uploads (at most `limit`), oldest first. */

@@ -5,19 +5,23 @@
 // requests: its offset, the store's state and the SHA-256 so far are in the
 // database (resumable-records.ts), its bytes in the object store.
 import { randomUUID } from 'node:crypto';
-import type { Caller } from '../accounts/service.js';
+import type { Caller } from '../accounts/types.js';
 import { AppError } from '../errors.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import { fileErrors } from './errors.js';
+import { FileTooLarge, fileErrors } from './errors.js';
 import { commitFile } from './file-rows.js';
 import { cleanFilename } from './filename.js';
-import { utcDay, type UploadQuota } from './quota.js';
+import { PendingObjects } from './pending.js';
+import type { UploadQuota } from './quota.js';
 import { newStorageKey, type FileRecord } from './record.js';
 import { hasher, writeBody, type AppendInput } from './resumable-body.js';
 import { resumableErrors } from './resumable-errors.js';
 import { newUploadId, ResumableRecords, type ResumableRow } from './resumable-records.js';
+import { LeaseTakenOver, UploadLeases, type Lease } from './upload-lease.js';
 import { maxUploadSize } from './upload.js';
+import { linkRulesOf, type UploadOptions } from './upload-options.js';
+import { StorageQuota, StorageQuotaExceeded } from './storage-quota.js';
 
 export interface ResumableOptions {
   prisma: PrismaClient;
@@ -33,10 +37,19 @@ export interface ResumableOptions {
   lifetimeSeconds?: number;
   /** How long a request's lease on an upload holds unless renewed (every third of it, while the request runs). */
   leaseMs?: number;
+  /** How long a request waits for the request holding the upload to let go (newest request wins); 0: it gets 409 at once. */
+  takeoverMs?: number;
+  /** Carries a release request to the other instances (server.ts: Redis pub/sub or PostgreSQL NOTIFY). */
+  publishRelease?: (id: string) => Promise<unknown> | void;
   clock?: () => Date;
   /** Errors of clean-up work that must not fail the request. */
   onCleanupError: (err: unknown) => void;
+  /** Awaited at each step of a removal; a rejection ends it there, with nothing undone (tests stop it as a crash would). */
+  onRemoveStep?: (step: RemovalStep, id: string) => Promise<void>;
 }
+
+/** The points of a removal (terminate, or the sweep of an expired upload) between two of its writes. */
+export type RemovalStep = 'claimed' | 'discarded' | 'forgotten';
 
 /** What a client is told about an upload. */
 export interface UploadStatus {
@@ -67,19 +80,43 @@ const statusOf = (row: ResumableRow, file?: FileRecord): UploadStatus => ({
   file,
 });
 
+/**
+ * The answer to a request whose body was cut (`interrupted`: what cut it)
+ * after `offset` bytes of the upload were saved: our own refusal (too slow,
+ * giving way, past Upload-Length) as it is, or upload_aborted for a client
+ * that hung up; either way with the offset to continue from.
+ */
+function cutAt(interrupted: unknown, offset: number): AppError {
+  if (!(interrupted instanceof AppError)) return resumableErrors.aborted(offset);
+  return new AppError(interrupted.code, interrupted.message, { ...interrupted.headers, 'Upload-Offset': String(offset) });
+}
+
 export class ResumableUploads {
-  readonly records: ResumableRecords;
-  private readonly leaseMs: number;
+  private readonly records: ResumableRecords;
+  /** The pending records of uploads (holding their daily slots). */
+  private readonly pending: PendingObjects;
+  /** Reservations against the plan's max_total_size. */
+  private readonly storage: StorageQuota;
+  readonly leases: UploadLeases;
   private readonly clock: () => Date;
+  /** How long a request's lease holds, and a removal's claim. */
+  private readonly leaseMs: number;
+  /** How long a request giving way reads on what is already in flight: a quarter of the newcomer's wait, at most 2 s. */
+  private readonly settleMs: number;
 
   constructor(private readonly options: ResumableOptions) {
-    this.records = new ResumableRecords(options.prisma);
-    this.leaseMs = options.leaseMs ?? 30_000;
+    this.pending = new PendingObjects(options.prisma, options.quota);
+    this.records = new ResumableRecords(options.prisma, this.pending);
+    this.storage = new StorageQuota(options.prisma);
     this.clock = options.clock ?? (() => new Date());
-  }
-
-  private later(ms: number): Date {
-    return new Date(this.clock().getTime() + ms);
+    this.leaseMs = options.leaseMs ?? 30_000;
+    const takeoverMs = options.takeoverMs ?? 10_000;
+    this.settleMs = Math.min(2000, takeoverMs / 4);
+    this.leases = new UploadLeases(
+      this.records,
+      { leaseMs: this.leaseMs, takeoverMs, clock: this.clock, publish: options.publishRelease },
+      options.onCleanupError,
+    );
   }
 
   /** Upload-Expires after a write at `now` to an upload created at `createdAt`. */
@@ -94,14 +131,20 @@ export class ResumableUploads {
    * max_file_size is refused (403) before a daily slot is taken (403 when
    * none is left).
    */
-  async create(caller: Caller, input: { length?: number; rawFilename: string }): Promise<UploadStatus> {
+  async create(caller: Caller, input: { length?: number; rawFilename: string; options?: UploadOptions }): Promise<UploadStatus> {
     const { store, quota, onCleanupError } = this.options;
     const filename = cleanFilename(input.rawFilename);
     const max = this.maxSize(caller);
     if (input.length !== undefined && input.length > max) throw fileErrors.tooLarge(max);
-    const day = await quota.take(caller.accountId, caller.plan.dailyUploads);
-    if (!day) throw fileErrors.dailyUploadLimit(caller.plan.dailyUploads);
-    try {
+    const options = input.options ?? {};
+    // A declared size that already does not fit the storage quota is refused before anything is taken.
+    const storageLimit = caller.plan.maxTotalSize;
+    if (storageLimit !== null && input.length !== undefined && input.length > (await this.storage.room(caller.accountId, storageLimit))) {
+      throw new StorageQuotaExceeded(storageLimit);
+    }
+    // Kept until the upload becomes a file: the password only as its hash.
+    const rules = await linkRulesOf({ maxDownloads: options.maxDownloads, password: options.password }, this.clock());
+    return quota.startWithSlot(caller.accountId, caller.plan.dailyUploads, async (day) => {
       const storageKey = newStorageKey();
       const now = this.clock();
       const row = await this.records.create({
@@ -115,28 +158,41 @@ export class ResumableUploads {
         quotaDay: day,
         expiresAt: this.expiresAfter(now, now),
         createdAt: now,
+        fileExpiresIn: options.expiresIn,
+        maxDownloads: rules.maxDownloads,
+        passwordHash: rules.passwordHash,
       });
       return statusOf(row);
-    } catch (err) {
-      await quota.release(caller.accountId, day).catch(onCleanupError);
-      throw err;
-    }
+    }, onCleanupError);
   }
 
-  /** The upload's state (HEAD); finishes it if its last request stored every byte but was cut short before it became a file. */
+  /**
+   * The upload's state (HEAD). A request writing to it now is asked to stop
+   * (newest request wins), so the offset is what it stored when it did.
+   * Finishes the upload if its last request stored every byte but was cut
+   * short before it became a file.
+   */
   async status(caller: Caller, id: string): Promise<UploadStatus> {
     const now = this.clock();
-    const view = await this.records.find(id, caller.accountId, now);
+    let view = await this.records.find(id, caller.accountId, now);
     if (view?.file) return statusOf(view, view.file);
     if (!view?.pending || view.expiresAt <= now) throw resumableErrors.notFound();
+    if (view.locked) {
+      // Read again even when there was nothing to take over: the holder may
+      // have committed and let go between our read and the takeover, and the
+      // offset read before is then stale (a client sent from 0 again).
+      await this.leases.takeOver(id, caller.accountId);
+      view = await this.records.find(id, caller.accountId, this.clock());
+      if (view?.file) return statusOf(view, view.file);
+      if (!view?.pending) throw resumableErrors.notFound();
+    }
     if (view.offset === view.length && !view.locked) {
-      const token = randomUUID();
-      const row = await this.records.lease(id, caller.accountId, token, now, this.later(this.leaseMs), view.offset);
-      if (row) {
+      const lease = await this.leases.acquire(id, caller.accountId, view.offset);
+      if (lease) {
         try {
-          return statusOf(row, await this.finishLeased(row, token));
+          return statusOf(lease.row, await this.finishLeased(lease.row, lease));
         } catch (err) {
-          await this.records.release(id, token).catch(this.options.onCleanupError);
+          await lease.release();
           throw err;
         }
       }
@@ -151,39 +207,27 @@ export class ResumableUploads {
 
   /** Writes `input.body` at `input.offset` (PATCH). */
   async append(caller: Caller, id: string, input: AppendInput): Promise<AppendOutcome> {
-    const { records } = this;
-    const token = randomUUID();
-    const row = await records.lease(id, caller.accountId, token, this.clock(), this.later(this.leaseMs), input.offset);
-    if (!row) throw await this.whyNotLeased(caller, id, input.offset);
+    const lease = await this.leases.acquire(id, caller.accountId, input.offset);
+    if (!lease) throw await this.whyNotLeased(caller, id, input.offset);
     let answered = false;
-    // The lease outlives a stalled client only while this process is alive
-    // to renew it; if it cannot, stop: what follows could not be saved.
-    const renewal = setInterval(() => {
-      records.renew(id, token, this.later(this.leaseMs)).then(
-        (ours) => ours || input.body.destroy(resumableErrors.busy()),
-        (err: unknown) => input.body.destroy(err as Error),
-      );
-    }, this.leaseMs / 3).unref();
     try {
-      const outcome = await this.appendLeased(caller, row, token, input);
+      const outcome = await this.appendLeased(caller, lease.row, lease, input);
       answered = true; // appendLeased committed, and released the lease
       return outcome;
     } finally {
-      clearInterval(renewal);
-      // Only this request's token is released: after a commit or a removal
-      // that already ended the lease, this changes nothing.
-      if (!answered) await records.release(id, token).catch(this.options.onCleanupError);
+      await lease.release(answered);
     }
   }
 
-  private async appendLeased(caller: Caller, row: ResumableRow, token: string, input: AppendInput): Promise<AppendOutcome> {
+  private async appendLeased(caller: Caller, row: ResumableRow, lease: Lease, input: AppendInput): Promise<AppendOutcome> {
+    const { token } = lease;
     const max = this.maxSize(caller);
     const length = this.declaredLength(row, input.length);
     // Every byte was stored by an append that knew the length (so the store
     // has ended its upload). A length declared only now, equal to what is
     // stored, goes through the store's append like any other request: it is
     // the store's cue to send its last part.
-    if (row.length !== undefined && row.offset === row.length) return this.appendToComplete(caller, row, token, input);
+    if (row.length !== undefined && row.offset === row.length) return this.appendToComplete(caller, row, lease, input);
     const limit = (length ?? max) - row.offset;
     // Past a declared length, the request is wrong; past the plan (deferred
     // length, or one declared over it), the upload can never be a file.
@@ -194,14 +238,29 @@ export class ResumableUploads {
       throw fileErrors.tooLarge(max);
     }
 
+    const quota = caller.plan.maxTotalSize;
     const written = await writeBody(this.options.store, row, input, {
       length,
       limit,
       overLimit,
+      // The bytes stored so far are reserved (each request trims its reservation to them when it ends).
+      admit: quota === null ? undefined : this.storage.admitter(caller.accountId, row.storageKey, quota, row.offset),
       onState: (state) => this.records.saveStoreState(row, token, state),
+      // Told to stop (a newer request for this upload, or the lease could not
+      // be renewed): the body ends (for a newer request, once what is in
+      // flight is in); what was stored is committed below as for a client
+      // that hung up, and the lease is released.
+      stop: {
+        signal: lease.signal,
+        settles: (reason) => reason instanceof LeaseTakenOver,
+        graceMs: this.settleMs,
+        error: (reason) => (reason instanceof LeaseTakenOver || !(reason instanceof Error) ? resumableErrors.busy() : reason),
+      },
     });
     const { interrupted } = written;
-    if (interrupted instanceof AppError && interrupted.code === 'file_too_large') {
+    // What this request reserved beyond what it stored goes back now; a crash leaves it to the commit or the sweep.
+    if (quota !== null) await this.storage.trim(row.storageKey, written.offset).catch(this.options.onCleanupError);
+    if (interrupted instanceof FileTooLarge) {
       await this.remove(row.id, { token });
       throw interrupted;
     }
@@ -213,24 +272,21 @@ export class ResumableUploads {
     const next = { ...row, offset: written.offset, length, storeState: written.state, hashState: written.hashState, expiresAt: this.expiresAfter(this.clock(), row.createdAt) };
     const saved = await this.records.commit(row.id, token, { ...next, interrupted: interrupted !== undefined, keepLease: finished });
     if (!saved) throw resumableErrors.busy();
-    if (interrupted !== undefined && !finished) {
-      const reason = interrupted instanceof AppError ? interrupted : resumableErrors.aborted();
-      throw new AppError(reason.status, reason.code, reason.message, { ...reason.headers, 'Upload-Offset': String(written.offset) });
-    }
-    const file = finished ? await this.finishLeased(next, token) : undefined;
+    if (interrupted !== undefined && !finished) throw cutAt(interrupted, written.offset);
+    const file = finished ? await this.finishLeased(next, lease) : undefined;
     return { status: statusOf(next, file), received: written.received, resumedAt: row.interrupted ? row.offset : undefined };
   }
 
   /** A request to an upload that has every byte: nothing more may come; finish it if that was cut short. */
-  private async appendToComplete(caller: Caller, row: ResumableRow, token: string, input: AppendInput): Promise<AppendOutcome> {
+  private async appendToComplete(caller: Caller, row: ResumableRow, lease: Lease, input: AppendInput): Promise<AppendOutcome> {
     if ((input.bodySize ?? 0) > 0) throw resumableErrors.lengthExceeded(row.offset);
     const view = await this.records.find(row.id, caller.accountId, this.clock());
     if (view?.file || !view?.pending) {
-      await this.records.release(row.id, token);
+      await lease.release();
       if (!view?.file) throw resumableErrors.notFound();
       return { status: statusOf(row, view.file), received: 0 };
     }
-    return { status: statusOf(row, await this.finishLeased(row, token)), received: 0 };
+    return { status: statusOf(row, await this.finishLeased(row, lease)), received: 0 };
   }
 
   /** The length this request leaves the upload with; a deferred one may be declared once, never changed. */
@@ -242,7 +298,7 @@ export class ResumableUploads {
   }
 
   /** Makes the upload's object a file, as a plain upload's; ends the lease. */
-  private async finishLeased(row: ResumableRow, token: string): Promise<FileRecord> {
+  private async finishLeased(row: ResumableRow, lease: Lease): Promise<FileRecord> {
     await this.options.store.completeResumable(row.storageKey, row.storeState, row.offset);
     const sha256 = (await hasher(row.hashState)).digest('hex');
     const file = await commitFile(this.options.prisma, {
@@ -251,8 +307,10 @@ export class ResumableUploads {
       size: row.offset,
       sha256,
       storageKey: row.storageKey,
+      expiresIn: row.fileExpiresIn,
+      primaryLink: { maxDownloads: row.maxDownloads, passwordHash: row.passwordHash },
     });
-    await this.records.release(row.id, token);
+    await lease.release();
     return file;
   }
 
@@ -266,42 +324,72 @@ export class ResumableUploads {
 
   /** Terminates an unfinished upload (DELETE): its bytes are removed and its daily slot comes back. */
   async terminate(caller: Caller, id: string): Promise<void> {
-    const token = randomUUID();
+    const lease = await this.leases.acquire(id, caller.accountId);
     const now = this.clock();
-    const row = await this.records.lease(id, caller.accountId, token, now, this.later(this.leaseMs));
     const view = await this.records.find(id, caller.accountId, now);
-    if (!row) {
+    if (!lease) {
       if (view?.file) throw resumableErrors.complete();
       if (view?.pending && view.locked && view.expiresAt > now) throw resumableErrors.busy();
       throw resumableErrors.notFound();
     }
     if (view?.file || !view?.pending) {
-      await this.records.release(id, token);
+      await lease.release();
       throw view?.file ? resumableErrors.complete() : resumableErrors.notFound();
     }
-    await this.remove(id, { token });
+    try {
+      await this.remove(id, { token: lease.token });
+    } finally {
+      // The removal put its own claim on the row (forgotten, or let go): this lease is not in the database any more.
+      await lease.release(true);
+    }
   }
 
   /**
-   * Removes an upload: claims its records, discards its bytes and gives its
-   * slot back (once: only the claim that removed the pending record does).
-   * If the store fails, the records come back expired, for the sweeper.
+   * Removes an upload: claims its records, discards its bytes, then forgets
+   * the records and gives its slot back (once: only the removal that
+   * forgets the pending record does). A removal that stops anywhere (a
+   * crash) leaves the records of whatever the store may still hold, and the
+   * sweep finishes it once the claim ran out (a lease's time). If the store
+   * fails, the claim is let go at once, the upload expired, for the sweeper.
    * An upload that became a file only loses its row; the file stays.
    */
   async remove(id: string, where: { token: string } | { expiredAt: Date }): Promise<'removed' | 'forgotten' | 'failed' | undefined> {
-    const { store, quota, onCleanupError } = this.options;
-    const claimed = await this.records.claim(id, where);
+    const { store, onCleanupError, onRemoveStep: step = async () => {} } = this.options;
+    const now = this.clock();
+    const claimed = await this.records.claim(id, where, { token: randomUUID(), now, until: new Date(now.getTime() + this.leaseMs) });
     if (!claimed) return undefined;
     if (!claimed.pending) return 'forgotten';
+    await step('claimed', id);
     try {
       await store.discardResumable(claimed.row.storageKey, claimed.row.storeState as never);
     } catch (err) {
       onCleanupError(err);
-      await this.records.restore(claimed, this.clock()).catch(onCleanupError);
+      await this.records.letGo(claimed).catch(onCleanupError);
       return 'failed';
     }
-    const { accountId, quotaDay } = claimed.pending;
-    if (accountId && quotaDay) await quota.release(accountId, utcDay(quotaDay));
+    await step('discarded', id);
+    await this.storage.release(claimed.row.storageKey).catch(onCleanupError);
+    // Another removal took over a claim that ran out: the slot is its to give back.
+    if (!(await this.records.forget(claimed))) return undefined;
+    await step('forgotten', id);
+    await this.pending.releaseSlot(claimed.pending);
     return 'removed';
+  }
+
+  /**
+   * Removes uploads past Upload-Expires that no request is writing (at most
+   * `limit`, oldest first), as remove() does: the sweep's pass over tus
+   * uploads. Counts those whose bytes went (`removed`) and those the store
+   * could not discard (`failed`, left for the next sweep).
+   */
+  async sweepExpired(limit: number): Promise<{ removed: number; failed: number }> {
+    const now = this.clock();
+    const swept = { removed: 0, failed: 0 };
+    for (const id of await this.records.expired(now, limit)) {
+      const outcome = await this.remove(id, { expiredAt: now });
+      if (outcome === 'removed') swept.removed += 1;
+      if (outcome === 'failed') swept.failed += 1;
+    }
+    return swept;
   }
 }

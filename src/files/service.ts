@@ -1,11 +1,15 @@
-import type { Caller } from '../accounts/service.js';
+import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import { fileErrors } from './errors.js';
+import { Downloads, type BodyChoice, type DownloadCredentials, type OpenedDownload } from './download.js';
+import { fileErrors, linkErrors } from './errors.js';
 import { removeFileRow } from './file-rows.js';
 import type { PendingObjects } from './pending.js';
 import type { UploadQuota } from './quota.js';
-import { LISTED, toFileListing, toFileRecord, type FileListing, type FileRecord } from './record.js';
+import { FileLinks, type LinkRecord } from './links.js';
+import { StorageQuota } from './storage-quota.js';
+import { linkRulesOf, type UploadOptions } from './upload-options.js';
+import { LISTED, toFileListing, type FileListing, type FileRecord } from './record.js';
 import { Upload } from './upload.js';
 
 export interface FileServiceOptions {
@@ -15,27 +19,39 @@ export interface FileServiceOptions {
   pending: PendingObjects;
   /** Called with errors of clean-up work that must not fail the request (removing an object, returning a slot). */
   onCleanupError: (err: unknown) => void;
+  /** How often a streaming upload touches its pending record; a minute unless a test wants it sooner. */
+  heartbeatMs?: number;
 }
+
+const LINK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const newestFirst = [{ createdAt: 'desc' as const }, { id: 'desc' as const }];
 
 export class FileService {
-  constructor(private readonly options: FileServiceOptions) {}
+  /** The files' public links (links.ts). */
+  readonly links: FileLinks;
+  private readonly downloads: Downloads;
+  private readonly storage: StorageQuota;
+
+  constructor(private readonly options: FileServiceOptions) {
+    this.links = new FileLinks(options.prisma);
+    this.storage = new StorageQuota(options.prisma);
+    this.downloads = new Downloads(this.links, options.store);
+  }
 
   /** Takes a slot of the daily upload quota (403 when none is left) and returns the upload to feed. */
   async startUpload(caller: Caller): Promise<Upload> {
-    const { prisma, store, quota, pending, onCleanupError } = this.options;
-    const limit = caller.plan.dailyUploads;
-    const day = await quota.take(caller.accountId, limit);
-    if (!day) throw fileErrors.dailyUploadLimit(limit);
-    const upload = new Upload(prisma, store, pending, caller, onCleanupError);
-    try {
-      await pending.recordUpload(upload.key, caller.accountId, day);
-    } catch (err) {
-      await quota.release(caller.accountId, day).catch(onCleanupError);
-      throw err;
-    }
-    return upload;
+    const { prisma, store, quota, pending, onCleanupError, heartbeatMs } = this.options;
+    return quota.startWithSlot(
+      caller.accountId,
+      caller.plan.dailyUploads,
+      async (day) => {
+        const upload = new Upload(prisma, store, pending, caller, onCleanupError, this.storage, heartbeatMs);
+        await pending.recordUpload(upload.key, caller.accountId, day);
+        return upload;
+      },
+      onCleanupError,
+    );
   }
 
   /**
@@ -72,25 +88,51 @@ export class FileService {
    * gone from the API and the sweeper removes the object later.
    */
   async delete(accountId: number, fileId: number): Promise<void> {
-    const { prisma, store, onCleanupError } = this.options;
+    const { prisma, store, pending, onCleanupError } = this.options;
     const storageKey = await removeFileRow(prisma, accountId, fileId);
     if (!storageKey) throw fileErrors.notFound();
     try {
       await store.delete(storageKey);
-      await prisma.pendingObject.deleteMany({ where: { storageKey } });
+      await pending.forgetRemoved(storageKey);
     } catch (err) {
       onCleanupError(err);
     }
   }
 
-  async findByLinkToken(token: string): Promise<FileRecord | undefined> {
-    const row = await this.options.prisma.file.findUnique({ where: { linkToken: token } });
-    return row ? toFileRecord(row) : undefined;
+  /**
+   * A download through the link of `token` (download.ts): the link's rules
+   * checked, the body chosen by `choose` once the file is known, opened, and
+   * what to count when the response ends. Undefined for no such link.
+   */
+  openDownload(token: string, choose: (file: FileRecord) => BodyChoice, credentials?: DownloadCredentials): Promise<OpenedDownload | undefined> {
+    return this.downloads.open(token, choose, credentials);
   }
 
-  /** One more complete download, counted in the database so concurrent downloads all count. */
-  async countDownload(fileId: number): Promise<void> {
-    await this.options.prisma.file.updateMany({ where: { id: fileId }, data: { downloadCount: { increment: 1 } } });
+  /** The links of the account's file, the primary first (404 file_not_found for no such file). */
+  async listLinks(accountId: number, fileId: number): Promise<LinkRecord[]> {
+    const links = await this.links.list(accountId, fileId);
+    if (!links) throw fileErrors.notFound();
+    return links;
+  }
+
+  /** A new link to the account's file with `options` (expires_in from now; the password hashed). */
+  async createLink(accountId: number, fileId: number, options: UploadOptions): Promise<LinkRecord> {
+    const now = new Date();
+    const link = await this.links.create(accountId, fileId, await linkRulesOf(options, now), now);
+    if (!link) throw fileErrors.notFound();
+    return link;
+  }
+
+  /**
+   * Revokes a link of the account's file: its URL answers 404 at once, on
+   * every instance (links are read from the database on every download,
+   * never cached). Revoking the primary link rotates it (links.ts).
+   */
+  async revokeLink(accountId: number, fileId: number, linkId: string): Promise<'revoked' | 'rotated'> {
+    // Link ids are UUIDs; anything else names no link, and is not worth a query.
+    const outcome = LINK_ID.test(linkId) ? await this.links.revoke(accountId, fileId, linkId) : undefined;
+    if (!outcome) throw linkErrors.notFound();
+    return outcome;
   }
 
   /** The account's counters: one row by key (findUnique, so concurrent requests share a query). */

@@ -1,9 +1,14 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
-import type { ObjectStore, OpenUpload } from '../storage/object-store.js';
-import { utcDay, type UploadQuota } from './quota.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import { removeExpiredFiles } from './file-rows.js';
+import { PendingObjects } from './pending.js';
+import { StorageQuota } from './storage-quota.js';
+import type { UploadQuota } from './quota.js';
 import type { ResumableUploads } from './resumable.js';
 
 export interface SweepResult {
+  /** Files past their expires_at, deleted (their objects go with the deletes of this sweep). */
+  expired: number;
   /** Objects and incomplete uploads of uploads that never completed, removed. */
   uploads: number;
   /** Objects of deleted files, removed. */
@@ -18,14 +23,34 @@ export interface SweepResult {
 const BATCH = 500;
 
 /**
+ * How long a sweep holds its claim on a record while it removes the object:
+ * far longer than a removal may take (two store calls, each within
+ * STORE_CALL_TIMEOUT), so only a sweep that died leaves a claim to expire,
+ * after which another sweep takes the record up.
+ */
+const CLAIM_SECONDS = 600;
+
+/** The points of a sweep between two of its writes (tests interrupt it there, as a crash would). */
+export type SweepStep = 'claimed' | 'discarded' | 'forgotten';
+
+export interface SweeperOptions {
+  claimSeconds?: number;
+  /** Awaited at each step; a rejection ends the sweep there, with nothing undone (as a crash would). */
+  onStep?: (step: SweepStep, storageKey: string) => Promise<void>;
+}
+
+/**
  * Removes what may be left in the store, in two passes.
  *
  * Records first: the pending_objects table names objects of deleted files
  * (removed at once) and uploads not touched for `grace` (crashed, or whose
- * abort could not reach the store). Each record is claimed by deleting it,
- * so concurrent sweeps on several instances, or an upload finishing at the
- * last moment, never act on the same one twice; if the store then fails,
- * the record is put back.
+ * abort could not reach the store). Each record is claimed with a lease
+ * (claimed_until), so concurrent sweeps on several instances, or an upload
+ * finishing at the last moment (commitFile respects the claim), never act on
+ * the same one twice; the record is removed only after the store confirmed
+ * the removal, so a sweep that dies at any point leaves the record, and the
+ * next sweep (once the claim expired) finishes the work. If the store fails,
+ * the claim is let go at once.
  *
  * Then the store's own list of open uploads, like tus' deleteExpired: those
  * older than `grace` that no record claims (by storage key or upload id) are
@@ -37,16 +62,25 @@ const BATCH = 500;
  * long they are silent; expired ones go in the pass between the two.
  */
 export class Sweeper {
+  private readonly pending: PendingObjects;
+  private readonly storage: StorageQuota;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly store: ObjectStore,
-    private readonly quota: UploadQuota,
+    quota: UploadQuota,
     private readonly resumable?: ResumableUploads,
-  ) {}
+    private readonly options: SweeperOptions = {},
+  ) {
+    this.pending = new PendingObjects(prisma, quota);
+    this.storage = new StorageQuota(prisma);
+  }
 
   async sweep(graceSeconds: number): Promise<SweepResult> {
     const cutoff = new Date(Date.now() - graceSeconds * 1000);
-    const result: SweepResult = { uploads: 0, deletes: 0, strays: 0, failed: 0 };
+    const result: SweepResult = { expired: 0, uploads: 0, deletes: 0, strays: 0, failed: 0 };
+    // Expired files first: their objects are queued as deletes, which the records pass removes at once.
+    result.expired = await removeExpiredFiles(this.prisma, new Date(), BATCH);
     await this.sweepRecords(cutoff, result);
     await this.sweepResumable(result);
     // A removal failed: the store is down, and listing it would only fail too.
@@ -55,30 +89,31 @@ export class Sweeper {
   }
 
   private async sweepRecords(cutoff: Date, result: SweepResult): Promise<void> {
-    const rows = await this.prisma.pendingObject.findMany({
-      // Resumable uploads may be silent for long; they go when they expire (below).
-      where: { OR: [{ reason: 'delete' }, { reason: { not: 'resumable' }, touchedAt: { lte: cutoff } }] },
-      orderBy: { touchedAt: 'asc' },
-      take: BATCH,
-    });
+    const rows = await this.pending.dueForSweep(cutoff, BATCH);
+    const step = this.options.onStep ?? (async () => {});
     for (const row of rows) {
-      const claimed = await this.prisma.pendingObject.deleteMany({
-        where: { storageKey: row.storageKey, touchedAt: row.touchedAt },
-      });
-      if (claimed.count !== 1) continue; // completed, failed cleanly, or another sweep has it
+      const now = new Date();
+      const claim = new Date(now.getTime() + (this.options.claimSeconds ?? CLAIM_SECONDS) * 1000);
+      if (!(await this.pending.claim(row, now, claim))) continue; // completed, failed cleanly, or another sweep has it
+      await step('claimed', row.storageKey);
       try {
         await this.store.discard(row.storageKey, row.uploadId ?? undefined);
       } catch {
-        await this.prisma.pendingObject.create({ data: row });
+        await this.pending.letGo(row.storageKey, claim);
         result.failed += 1;
         continue;
       }
+      await step('discarded', row.storageKey);
+      // An abandoned upload's reservation against the storage quota goes back before its record goes.
+      if (row.reason !== 'delete') await this.storage.release(row.storageKey);
+      const holdsSlot = await this.pending.forgetSwept(row, claim);
+      await step('forgotten', row.storageKey);
       if (row.reason === 'delete') {
         result.deletes += 1;
         continue;
       }
       result.uploads += 1;
-      if (row.accountId && row.quotaDay) await this.quota.release(row.accountId, utcDay(row.quotaDay));
+      if (holdsSlot) await this.pending.releaseSlot(row);
     }
   }
 
@@ -87,7 +122,7 @@ export class Sweeper {
       for await (const page of this.store.openUploads()) {
         const old = page.filter((upload) => upload.since <= cutoff);
         if (old.length === 0) continue;
-        for (const upload of await this.unclaimed(old)) {
+        for (const upload of await this.pending.unclaimed(old)) {
           const aborted = await this.store.abortUpload(upload).then(
             () => true,
             () => false,
@@ -102,26 +137,11 @@ export class Sweeper {
     }
   }
 
-  /** The uploads no pending record claims: one query per page. */
-  private async unclaimed(uploads: OpenUpload[]): Promise<OpenUpload[]> {
-    const keys = uploads.flatMap((u) => (u.key === undefined ? [] : [u.key]));
-    const claims = await this.prisma.pendingObject.findMany({
-      where: { OR: [{ storageKey: { in: keys } }, { uploadId: { in: uploads.map((u) => u.uploadId) } }] },
-      select: { storageKey: true, uploadId: true },
-    });
-    const claimedKeys = new Set(claims.map((c) => c.storageKey));
-    const claimedIds = new Set(claims.map((c) => c.uploadId));
-    return uploads.filter((u) => !claimedIds.has(u.uploadId) && (u.key === undefined || !claimedKeys.has(u.key)));
-  }
-
   /** Resumable uploads past Upload-Expires with no request writing: bytes, records and slot of the unfinished; the row of the finished. */
   private async sweepResumable(result: SweepResult): Promise<void> {
     if (!this.resumable) return;
-    const now = new Date();
-    for (const id of await this.resumable.records.expired(now, BATCH)) {
-      const outcome = await this.resumable.remove(id, { expiredAt: now });
-      if (outcome === 'removed') result.uploads += 1;
-      if (outcome === 'failed') result.failed += 1;
-    }
+    const swept = await this.resumable.sweepExpired(BATCH);
+    result.uploads += swept.removed;
+    result.failed += swept.failed;
   }
 }

@@ -18,7 +18,7 @@ export class UploadGate {
   /** Takes a place; call the returned function exactly once when the upload ends. */
   enter(): () => void {
     if (this.active >= this.capacity) {
-      throw new AppError(503, 'server_busy', 'Too many uploads in progress; try again shortly', { 'Retry-After': '5' });
+      throw new AppError('server_busy', 'Too many uploads in progress; try again shortly', { 'Retry-After': '5' });
     }
     this.active += 1;
     let left = false;

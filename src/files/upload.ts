@@ -1,13 +1,15 @@
 import { pipeline, type Readable } from 'node:stream';
-import type { Caller } from '../accounts/service.js';
+import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { ByteCounter } from './byte-counter.js';
 import { fileErrors } from './errors.js';
 import { cleanFilename } from './filename.js';
 import type { PendingObjects } from './pending.js';
-import { commitFile } from './file-rows.js';
+import { commitFile, type StoredFile } from './file-rows.js';
 import { newStorageKey, type FileRecord } from './record.js';
+import type { StorageQuota } from './storage-quota.js';
+import { linkRulesOf, type UploadOptions } from './upload-options.js';
 
 /**
  * The largest file `caller` may upload into `store`. Plans are checked
@@ -24,8 +26,8 @@ interface Stored {
 
 const ignore = () => {};
 
-/** How often a streaming upload tells the sweeper it is alive. */
-const HEARTBEAT_MS = 60_000;
+/** How often a streaming upload tells the sweeper it is alive (FileServiceOptions.heartbeatMs overrides it, for tests). */
+export const HEARTBEAT_MS = 60_000;
 
 /**
  * One upload, from its quota slot to its file row. It is recorded as pending
@@ -40,6 +42,8 @@ export class Upload {
   /** The store's handle on the incomplete upload, once it has one. */
   private uploadId?: string;
   private receiving?: Promise<Stored>;
+  /** The file's expiry and its primary link's rules, from the upload's options (the password hashed while the body streams). */
+  private settings?: Promise<Pick<StoredFile, 'expiresIn' | 'primaryLink'>>;
   private done = false;
 
   constructor(
@@ -48,10 +52,17 @@ export class Upload {
     private readonly pending: PendingObjects,
     private readonly caller: Caller,
     private readonly onCleanupError: (err: unknown) => void,
+    private readonly storage: StorageQuota,
+    private readonly heartbeatMs = HEARTBEAT_MS,
   ) {}
 
-  /** Streams the file into the store, counting bytes against the plan's limit. */
-  receive(rawFilename: string, body: Readable): Promise<void> {
+  /** Streams the file into the store, counting bytes against the plan's limit; `options` apply to the file once committed. */
+  receive(rawFilename: string, body: Readable, options: UploadOptions = {}): Promise<void> {
+    this.settings = linkRulesOf({ maxDownloads: options.maxDownloads, password: options.password }, new Date()).then((primaryLink) => ({
+      expiresIn: options.expiresIn,
+      primaryLink,
+    }));
+    this.settings.catch(ignore); // awaited in commit(); an upload that fails first never asks
     this.receiving = this.write(rawFilename, body);
     return this.receiving.then(ignore);
   }
@@ -60,11 +71,14 @@ export class Upload {
     const filename = cleanFilename(rawFilename);
     const limit = maxUploadSize(this.caller, this.store);
     const counter = new ByteCounter(limit, () => fileErrors.tooLarge(limit));
-    const heartbeat = setInterval(() => this.pending.touch(this.key).catch(this.onCleanupError), HEARTBEAT_MS).unref();
+    const heartbeat = setInterval(() => this.pending.touch(this.key).catch(this.onCleanupError), this.heartbeatMs).unref();
     try {
       // The callback form only wires the two streams: errors on either side
       // destroy both and reach the store's put, which cleans up and rejects.
-      await this.store.put(this.key, pipeline(body, counter, ignore), {
+      // With a storage quota, no byte reaches the store before it is reserved (storage-quota.ts).
+      const quota = this.caller.plan.maxTotalSize;
+      const source = quota === null ? pipeline(body, counter, ignore) : pipeline(body, counter, this.storage.gate(this.caller.accountId, this.key, quota), ignore);
+      await this.store.put(this.key, source, {
         maxSize: limit,
         onStarted: (uploadId) => {
           this.uploadId = uploadId;
@@ -81,7 +95,8 @@ export class Upload {
   async commit(): Promise<FileRecord> {
     if (!this.receiving) throw new Error('commit() before receive()');
     const stored = await this.receiving;
-    const record = await commitFile(this.prisma, { ...stored, accountId: this.caller.accountId, storageKey: this.key });
+    const settings = await this.settings;
+    const record = await commitFile(this.prisma, { ...stored, ...settings, accountId: this.caller.accountId, storageKey: this.key });
     this.done = true;
     return record;
   }
@@ -102,6 +117,9 @@ export class Upload {
         return false;
       },
     );
+    // The reservation first: settling may null the record's account, which the release reads.
+    // (Only an upload under a storage quota reserved anything: the gate in write().)
+    if (this.caller.plan.maxTotalSize !== null) await this.storage.release(this.key).catch(this.onCleanupError);
     await this.pending.settleFailedUpload(this.key, objectGone).catch(this.onCleanupError);
   }
 }

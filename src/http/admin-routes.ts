@@ -2,17 +2,18 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { z } from 'zod';
-import type { Plan, PlanService } from '../accounts/plans.js';
+import type { PlanService } from '../accounts/plans.js';
+import type { Plan } from '../accounts/types.js';
 import type { AccountService } from '../accounts/service.js';
 import type { SweepResult } from '../files/sweeper.js';
+import type { FailureLimits } from '../limits/failure-limits.js';
 import type { Metrics } from '../metrics.js';
 import { AppError, badRequest } from '../errors.js';
+import { tooManyFailures } from './rate-limit.js';
 
 export interface AdminDeps {
   accounts: AccountService;
   plans: PlanService;
-  /** Bearer token every admin request must carry. */
-  adminToken: string;
   /** Served at /metrics, behind the same token. */
   metrics: Metrics;
   sweep: (graceSeconds?: number) => Promise<GcResult>;
@@ -23,13 +24,22 @@ export type GcResult = SweepResult & { countersFixed: number };
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-/** Compares digests, so neither the token's content nor its length leaks through timing. */
-function requireAdminToken(token: string): Middleware {
+/**
+ * The admin token, checked before anything else on every path (issue 27):
+ * without it, every request is 401, so neither the body parser (400
+ * invalid_json) nor the router (404 vs 405) says which routes exist.
+ * Digests are compared, so neither the token's content nor its length leaks
+ * through timing. Wrong tokens count as failures of the address, like bad
+ * API keys: over the limit its guesses get 429 (the right token still passes).
+ */
+export function requireAdminToken(token: string, failures?: FailureLimits, metrics?: Metrics): Middleware {
   const expected = digest(token);
   return async (ctx, next) => {
     const given = /^Bearer[ \t]+(\S+)$/i.exec(ctx.get('Authorization'))?.[1] ?? '';
     if (!timingSafeEqual(digest(given), expected)) {
-      throw new AppError(401, 'invalid_admin_token', 'A valid admin token is required', { 'WWW-Authenticate': 'Bearer' });
+      const wait = failures ? failures.knownWaitSeconds(ctx.ip) || (await failures.fail(ctx.ip).catch(() => 0)) : 0;
+      if (wait > 0 && failures) throw tooManyFailures(failures, wait, metrics);
+      throw new AppError('invalid_admin_token', 'A valid admin token is required', { 'WWW-Authenticate': 'Bearer' });
     }
     await next();
   };
@@ -52,6 +62,11 @@ const planBody = z.strictObject({
   requests_per_day: count.optional(),
   max_file_size: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   daily_uploads: count.optional(),
+  // null: no cap; 0 would refuse every upload, which api_access: false already says.
+  concurrent_uploads: z.number().int().min(1).max(100_000).nullable().optional(),
+  // null: no limit; 0 would refuse every upload.
+  max_total_size: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
+  max_expires_in: z.number().int().min(1).max(2_147_483_647).nullable().optional(),
 });
 const accountBody = z.strictObject({ plan: planName, email: z.email().optional() });
 const changePlanBody = z.strictObject({ plan: planName });
@@ -64,20 +79,21 @@ export const presentPlan = (plan: Plan) => ({
   requests_per_day: plan.requestsPerDay,
   max_file_size: plan.maxFileSize,
   daily_uploads: plan.dailyUploads,
+  concurrent_uploads: plan.concurrentUploads,
+  max_total_size: plan.maxTotalSize,
+  max_expires_in: plan.maxExpiresIn,
 });
 
 /** Provisioning for the CLI and a website's backend, on its own listener. */
-export function adminRoutes({ accounts, plans, adminToken, metrics, sweep }: AdminDeps) {
+/** Behind requireAdminToken, which the admin app puts in front of everything. */
+export function adminRoutes({ accounts, plans, metrics, sweep }: AdminDeps) {
   const router = new Router();
-  const guard = requireAdminToken(adminToken);
 
   // Prometheus format; scrape it with the admin token as a bearer credential.
-  router.get('/metrics', guard, async (ctx) => {
+  router.get('/metrics', async (ctx) => {
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   });
-
-  router.use('/admin', guard);
 
   // One sweep now and a recount of the file counters; `grace_seconds` overrides GC_GRACE (0 after a known crash).
   router.post('/admin/gc', async (ctx) => {
@@ -99,6 +115,9 @@ export function adminRoutes({ accounts, plans, adminToken, metrics, sweep }: Adm
       requestsPerDay: body.requests_per_day,
       maxFileSize: body.max_file_size,
       dailyUploads: body.daily_uploads,
+      concurrentUploads: body.concurrent_uploads,
+      maxTotalSize: body.max_total_size,
+      maxExpiresIn: body.max_expires_in,
     });
     ctx.body = { success: true, plan: presentPlan(plan) };
   });

@@ -4,19 +4,29 @@ import type { AccountService } from '../accounts/service.js';
 import { AppError, badRequest } from '../errors.js';
 import type { FileService } from '../files/service.js';
 import type { UploadGate } from '../files/upload-gate.js';
+import { enterUpload, type AccountSlots } from '../files/account-slots.js';
+import { fileErrors } from '../files/errors.js';
+import { MAX_FILE_ID } from '../files/file-rows.js';
+import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
 import { apiGuard, type AuthState } from './auth.js';
 import { receiveFile } from './multipart.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
 import type { Metrics } from '../metrics.js';
-import { presentFile, publicLink } from './present.js';
+import { parseUploadOptions, withRetention } from '../files/upload-options.js';
+import { presentFile, presentUpload } from './present.js';
 import type { ResumableUploads } from '../files/resumable.js';
 import { tusRoutes } from './tus-routes.js';
+import { linkRoutes } from './link-routes.js';
 
 export interface ApiDeps {
   accounts: AccountService;
   files: FileService;
   uploadGate: UploadGate;
+  /** The plan's concurrent_uploads, per account. */
+  accountSlots: AccountSlots;
+  /** UPLOAD_MIN_RATE over UPLOAD_RATE_WINDOW: slower bodies are cut with 408. */
+  bodyRate: BodyRateOptions;
   requestLimits: RequestLimits;
   /** Failed authentications per client address. */
   authFailures: FailureLimits;
@@ -43,21 +53,24 @@ function parseListQuery(query: unknown) {
   return result.data;
 }
 
+/** File ids are drawn from 1..MAX_FILE_ID (src/files/file-rows.ts): ten digits at most. */
+const fileId = z.string().regex(/^[0-9]{1,10}$/).transform(Number).pipe(z.number().int().min(1).max(MAX_FILE_ID));
+
 function parseFileId(raw: string): number {
-  const result = positiveInt.safeParse(raw);
-  if (!result.success) throw badRequest('invalid_file_id', 'file_id must be a positive integer');
+  const result = fileId.safeParse(raw);
+  if (!result.success) throw badRequest('invalid_file_id', `file_id must be an integer from 1 to ${MAX_FILE_ID}`);
   return result.data;
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFailures, metrics, publicUrl, resumable }: ApiDeps) {
+export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
   const guard = apiGuard({ accounts, requestLimits, authFailures, metrics });
 
   router.post('/files/upload', guard, async (ctx) => {
-    const leave = uploadGate.enter();
+    const leave = await enterUpload(uploadGate, accountSlots, ctx.state.caller);
     try {
       await handleUpload(ctx);
     } finally {
@@ -68,30 +81,30 @@ export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFail
   // The upload path is never a file id: any other method there is 405, before the key is checked.
   router.all('/files/upload', (ctx, next) => {
     if (ctx.method === 'POST') return next();
-    throw new AppError(405, 'method_not_allowed', 'Method not allowed', { Allow: 'POST' });
+    throw new AppError('method_not_allowed', 'Method not allowed', { Allow: 'POST' });
   });
 
   async function handleUpload(ctx: RouterContext<AuthState>) {
     const upload = await files.startUpload(ctx.state.caller);
+    const cut = new AbortController();
+    const unwatch = watchBodyRate(ctx.req, bodyRate, () => cut.abort(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
     try {
-      await receiveFile(ctx.req, (filename, stream) => upload.receive(filename, stream));
+      await receiveFile(ctx.req, (filename, stream, fields) => upload.receive(filename, stream, withRetention(parseUploadOptions(fields), ctx.state.caller.plan.maxExpiresIn)), cut.signal);
+      unwatch();
       const file = await upload.commit();
       metrics?.uploadedBytes.inc(file.size);
       ctx.status = 201;
-      ctx.body = {
-        success: true,
-        file_id: file.id,
-        public_link: publicLink(publicUrl, file.linkToken),
-        size: file.size,
-        filename: file.filename,
-      };
+      ctx.body = presentUpload(file, publicUrl);
     } catch (err) {
+      unwatch();
       await upload.abort();
       throw err;
     }
   }
 
-  if (resumable) tusRoutes(router, guard, { resumable, uploadGate, metrics, publicUrl });
+  linkRoutes(router, guard, { files, publicUrl, parseFileId });
+
+  if (resumable) tusRoutes(router, guard, { resumable, uploadGate, accountSlots, bodyRate, metrics, publicUrl });
 
   router.get('/files', guard, async (ctx) => {
     const { page, limit } = parseListQuery(ctx.query);
@@ -119,7 +132,13 @@ export function apiRoutes({ accounts, files, uploadGate, requestLimits, authFail
     ctx.body = {
       success: true,
       stats: { total_files: stats.totalFiles, total_size: stats.totalSize },
-      limits: { max_file_size: plan.maxFileSize, daily_uploads: plan.dailyUploads },
+      limits: {
+        max_file_size: plan.maxFileSize,
+        daily_uploads: plan.dailyUploads,
+        concurrent_uploads: plan.concurrentUploads,
+        max_total_size: plan.maxTotalSize,
+        max_expires_in: plan.maxExpiresIn,
+      },
       plan: plan.name.toLowerCase(),
     };
   });

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
-import type { AccountService, Caller } from '../accounts/service.js';
+import type { AccountService } from '../accounts/service.js';
+import type { Caller } from '../accounts/types.js';
 import { accountErrors } from '../accounts/errors.js';
 import { AppError } from '../errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
@@ -26,39 +27,37 @@ export interface ApiGuardDeps {
  * limit, `Authorization: Bearer <API key>` of an account whose plan includes
  * the API, and the plan's request limits, with their state in the response
  * headers. A request with a good key costs one Redis round trip for all of
- * it and usually no SQL (the key's caller is cached): the failure check
- * rides in the counting script. Bad keys (401) count as failures of the
- * address, and over the limit it gets 429 whatever it sends; 401 and 403
+ * it and usually no SQL (the key's caller is cached). Bad keys (401) count
+ * as failures of the address, and over the limit its guesses get 429; a
+ * valid key from it still passes (issue 27: one guesser behind a NAT must
+ * not lock out the others there; keys are 256-bit random, so the limit is
+ * about load and noise, not about making a guess likely). 401 and 403
  * responses do not count against the plan (a route's 403 gives its points back).
  */
 export function apiGuard({ accounts, requestLimits, authFailures, metrics }: ApiGuardDeps): Middleware<AuthState> {
   const refused = (seconds: number) => tooManyFailures(authFailures, seconds, metrics);
   /** A 401 counts as a failure of the address, and may be the one that puts it over. */
   const unauthorized = async (address: string, error: AppError) => {
+    const known = authFailures.knownWaitSeconds(address);
+    if (known > 0) return refused(known);
     const wait = await authFailures.fail(address).catch(() => 0);
     return wait > 0 ? refused(wait) : error;
   };
 
   return async (ctx, next) => {
-    const known = authFailures.knownWaitSeconds(ctx.ip);
-    if (known > 0) throw refused(known);
     const header = ctx.get('Authorization');
     if (!header) throw await unauthorized(ctx.ip, accountErrors.missingKey());
     const key = BEARER.exec(header)?.[1];
     const caller = key ? await accounts.authenticate(key) : undefined;
     if (!caller) throw await unauthorized(ctx.ip, accountErrors.invalidKey());
-    if (!caller.plan.apiAccess) {
-      const wait = await authFailures.waitSeconds(ctx.ip);
-      throw wait > 0 ? refused(wait) : accountErrors.planWithoutApi(caller.plan.name);
-    }
+    if (!caller.plan.apiAccess) throw accountErrors.planWithoutApi(caller.plan.name);
 
-    const decision = await requestLimits.take(caller.accountId, caller.plan, ctx.ip);
-    if ('failureWaitSeconds' in decision) throw refused(decision.failureWaitSeconds);
+    const decision = await requestLimits.take(caller.accountId, caller.plan);
     ctx.state.caller = caller;
     const window = setLimitHeaders(ctx, decision);
     if (!decision.allowed) {
       metrics?.rateLimitRefusals.inc({ reason: window.name });
-      throw new AppError(429, 'rate_limited', `Rate limit of ${window.limit} requests per ${window.name} exceeded`, {
+      throw new AppError('rate_limited', `Rate limit of ${window.limit} requests per ${window.name} exceeded`, {
         'Retry-After': String(window.resetSeconds),
       });
     }

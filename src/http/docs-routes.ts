@@ -4,7 +4,6 @@ import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { notFound } from '../errors.js';
-import { openApiDocument } from './openapi.js';
 
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 export const DOCS_PATH = '/docs';
@@ -44,10 +43,13 @@ const page = `<!DOCTYPE html>
  */
 export function docsRoutes(publicUrl: string) {
   const router = new Router();
-  const document = JSON.stringify(openApiDocument(publicUrl));
+  // Built on its first request: a server nobody reads the docs of never loads
+  // the description. Swagger UI's files are read from disk per request.
+  let document: string | undefined;
   const dir = swaggerUiDir();
 
-  router.get(OPENAPI_PATH, (ctx) => {
+  router.get(OPENAPI_PATH, async (ctx) => {
+    document ??= JSON.stringify((await import('./openapi.js')).openApiDocument(publicUrl));
     ctx.type = 'application/json';
     ctx.body = document;
   });

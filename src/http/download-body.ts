@@ -1,6 +1,9 @@
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { ObjectStoreError } from '../storage/object-store.js';
 
+/** A download's body, and how many of its bytes it has handed on so far (for a limited link's budget). */
+export type ExactBody = Transform & { passed: number };
+
 /**
  * The body of a download: the store's stream, ended the moment the
  * `length` bytes the headers promised have passed, not when the store's
@@ -20,27 +23,26 @@ import { ObjectStoreError } from '../storage/object-store.js';
  * (503 store_unavailable, counted in store_errors); bytes past `length` are
  * dropped, so the response never says more than its Content-Length.
  */
-export function exactBody(source: Readable, length: number): Readable {
-  let passed = 0;
+export function exactBody(source: Readable, length: number): ExactBody {
   let sourceFailed = false;
-  const body = new Transform({
+  const body: ExactBody = Object.assign(new Transform({
     transform(chunk: Buffer, _encoding, done) {
-      const room = length - passed;
+      const room = length - body.passed;
       if (room <= 0) return done();
-      passed += Math.min(chunk.length, room);
+      body.passed += Math.min(chunk.length, room);
       if (chunk.length < room) return done(null, chunk);
       this.push(chunk.length === room ? chunk : chunk.subarray(0, room));
       this.push(null);
       done();
     },
     flush(done) {
-      done(passed < length ? new ObjectStoreError(`the object ended ${length - passed} bytes short`) : null);
+      done(body.passed < length ? new ObjectStoreError(`the object ended ${length - body.passed} bytes short`) : null);
     },
     destroy(err, done) {
       // The store's own failure is named as one; the response's (a client that left) is passed on as it is.
       done(err && sourceFailed && !(err instanceof ObjectStoreError) ? new ObjectStoreError('reading from the object store failed', { cause: err }) : err);
     },
-  });
+  }), { passed: 0 });
   // Registered before pipeline's own listeners, so when pipeline fails
   // `body` because of the store's stream (an error, or a close before its
   // end), the failure is known to be the store's.

@@ -2,11 +2,12 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import parseRange from 'range-parser';
 import { AppError } from '../errors.js';
-import { fileErrors } from '../files/errors.js';
+import type { BodyChoice } from '../files/download.js';
+import { fileErrors, WrongPassword } from '../files/errors.js';
 import type { FileRecord } from '../files/record.js';
 import type { FileService } from '../files/service.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
-import type { ByteRange, ObjectStore } from '../storage/object-store.js';
+import type { ByteRange } from '../storage/object-store.js';
 import type { Metrics } from '../metrics.js';
 import { attachment } from './attachment.js';
 import { exactBody } from './download-body.js';
@@ -14,11 +15,10 @@ import { tooManyFailures } from './rate-limit.js';
 
 export interface DownloadDeps {
   files: FileService;
-  store: ObjectStore;
   /** Unknown link tokens per client address. */
   tokenFailures: FailureLimits;
   metrics?: Metrics;
-  /** Called when counting a completed download fails; the download itself has succeeded. */
+  /** Called when counting a completed download (or giving back a cut one's bytes) fails; the response itself is done. */
   onCountError: (err: unknown) => void;
 }
 
@@ -44,7 +44,7 @@ function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange
   if (ifRange && ifRange !== etag) return undefined;
   const ranges = parseRange(file.size, clampSuffixes(header, file.size), { combine: true });
   if (ranges === -1) {
-    throw new AppError(416, 'range_not_satisfiable', 'The requested range is outside the file', {
+    throw new AppError('range_not_satisfiable', 'The requested range is outside the file', {
       'Content-Range': `bytes */${file.size}`,
     });
   }
@@ -53,38 +53,49 @@ function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange
   return ranges[0];
 }
 
+/** The password of `Authorization: Basic` (any user name, as browsers and `curl -u :secret` send it); undefined without one. */
+export function basicPassword(header: string | undefined): string | undefined {
+  const match = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header ?? '');
+  if (!match) return undefined;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? undefined : decoded.slice(colon + 1);
+}
+
 /**
  * Public download links, outside the versioned API and without a key: the
- * link token is the credential. Files are always attachments, never rendered
- * by the browser, so an uploaded HTML or SVG file cannot run in our origin.
+ * link token is the credential (and a link's password, when it has one).
+ * Files are always attachments, never rendered by the browser, so an
+ * uploaded HTML or SVG file cannot run in our origin. The link's rules and
+ * counts are the file component's (FileService.openDownload); this route
+ * reads the request's headers and writes the response.
  */
-export function downloadRoutes({ files, store, tokenFailures, metrics, onCountError }: DownloadDeps) {
+export function downloadRoutes({ files, tokenFailures, metrics, onCountError }: DownloadDeps) {
   const router = new Router();
 
   /**
-   * The link's file, once the address is known not to be over its limit of
-   * unknown links (429 `too_many_failures` otherwise). The limit check (a
-   * Redis round trip) and the lookup (a database one) run side by side
-   * rather than one after the other; the answer is what the sequence would
-   * give: 429 wins over anything the lookup found or failed with. An
-   * unknown or malformed token counts as a failure.
+   * A guess that failed (an unknown or malformed token, a wrong password)
+   * counts against the client's address (one Redis trip, none once this
+   * instance knows the address is refused): `refusal` as it is, or 429
+   * `too_many_failures` over the limit. A valid link without a password is
+   * served whatever its address guessed before (issue 27: one guesser
+   * behind a NAT must not lock out the others there; tokens are 128-bit
+   * random) and costs no Redis trip.
    */
-  async function fileOf(ctx: Context, token: string): Promise<FileRecord> {
-    const [check, lookup] = await Promise.allSettled([
-      tokenFailures.waitSeconds(ctx.ip),
-      TOKEN.test(token) ? files.findByLinkToken(token) : Promise.resolve(undefined),
-    ]);
-    if (check.status === 'rejected') throw check.reason;
-    if (check.value > 0) throw tooManyFailures(tokenFailures, check.value, metrics);
-    if (lookup.status === 'rejected') throw lookup.reason;
-    if (lookup.value) return lookup.value;
-    await tokenFailures.fail(ctx.ip).catch(() => 0);
-    throw fileErrors.notFound();
+  async function failed(ctx: Context, refusal: AppError): Promise<never> {
+    const wait = tokenFailures.knownWaitSeconds(ctx.ip) || (await tokenFailures.fail(ctx.ip).catch(() => 0));
+    if (wait > 0) throw tooManyFailures(tokenFailures, wait, metrics);
+    throw refusal;
   }
 
-  router.get('/download/:token', async (ctx) => {
-    const file = await fileOf(ctx, ctx.params.token!);
+  /** Before a password is checked: an address over its limit gets 429 whatever it sends, or guessing would go on. */
+  async function mayGuess(ctx: Context): Promise<void> {
+    const wait = await tokenFailures.waitSeconds(ctx.ip).catch(() => 0);
+    if (wait > 0) throw tooManyFailures(tokenFailures, wait, metrics);
+  }
 
+  /** Headers of the file, and what of it to send: no body for HEAD or a fresh cache. */
+  function choose(ctx: Context, file: FileRecord): BodyChoice {
     const etag = `"${file.sha256}"`;
     ctx.set({
       'Content-Disposition': attachment(file.filename),
@@ -98,27 +109,46 @@ export function downloadRoutes({ files, store, tokenFailures, metrics, onCountEr
     ctx.status = 200;
     if (ctx.fresh) {
       ctx.status = 304;
-      return;
+      return undefined;
     }
-
     const range = requestedRange(ctx, file, etag);
     if (range) {
       ctx.status = 206;
       ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${file.size}`);
     }
     ctx.length = range ? range.end - range.start + 1 : file.size;
-    if (ctx.method === 'HEAD') return;
+    return ctx.method === 'HEAD' ? undefined : { range };
+  }
 
-    const length = ctx.length;
-    ctx.body = exactBody(await store.get(file.storageKey, range), length);
-    const whole = !range || (range.start === 0 && range.end === file.size - 1);
+  router.get('/download/:token', async (ctx) => {
+    const token = ctx.params.token!;
+    const credentials = { password: basicPassword(ctx.get('Authorization') || undefined), beforeCheck: () => mayGuess(ctx) };
+    let download;
+    try {
+      download = TOKEN.test(token) ? await files.openDownload(token, (file) => choose(ctx, file), credentials) : undefined;
+    } catch (err) {
+      if (err instanceof WrongPassword) await failed(ctx, err);
+      throw err;
+    }
+    if (!download) return failed(ctx, fileErrors.notFound());
+    const { body, length, settle } = download;
+    if (!body) return;
+
+    const exact = exactBody(body, length);
+    ctx.body = exact;
     // 'finish' means every byte, the last included, was accepted by the
     // connection without an error; a client that hangs up first causes
-    // 'close' alone, and is not counted. exactBody makes sure 'finish' is not
-    // left waiting on the store's stream (see there).
+    // 'close' alone, and is not counted (a limited link gets back what never
+    // left this process). exactBody makes sure 'finish' is not left waiting
+    // on the store's stream (see there).
+    let finished = false;
     ctx.res.once('finish', () => {
+      finished = true;
       metrics?.downloadedBytes.inc(length);
-      if (whole) files.countDownload(file.id).catch(onCountError);
+      settle(length).catch(onCountError);
+    });
+    ctx.res.once('close', () => {
+      if (!finished) settle(exact.passed).catch(onCountError);
     });
   });
 

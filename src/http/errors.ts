@@ -2,57 +2,31 @@ import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
+import type { ErrorCode } from '../error-codes.js';
 import { AppError } from '../errors.js';
 import { ObjectNotFoundError, ObjectStoreError } from '../storage/object-store.js';
 import { recordFailure, requestIdOf, routeOf } from './request-log.js';
+import { closeAfterAnswer } from './unread-body.js';
 
 const KEEP_ON_ERROR = /^(x-request-id|x-ratelimit-|ratelimit|tus-)/i;
 
-const internal = () => new AppError(500, 'internal_error', 'Internal server error');
+const internal = () => new AppError('internal_error', 'Internal server error');
 
 /** Errors from dependencies become their client-facing form here, at the edge. */
 function toAppError(err: unknown): AppError | undefined {
   if (err instanceof AppError) return err;
   if (isDatabaseUnavailable(err)) {
-    return new AppError(503, 'database_unavailable', 'The database is unavailable; try again shortly', { 'Retry-After': '5' });
+    return new AppError('database_unavailable', 'The database is unavailable; try again shortly', { 'Retry-After': '5' });
   }
-  if (err instanceof ObjectNotFoundError) return new AppError(404, 'file_not_found', 'File not found');
+  if (err instanceof ObjectNotFoundError) return new AppError('file_not_found', 'File not found');
   if (err instanceof ObjectStoreError) {
-    return new AppError(503, 'store_unavailable', 'The object store is unavailable; try again later', { 'Retry-After': '5' });
+    return new AppError('store_unavailable', 'The object store is unavailable; try again later', { 'Retry-After': '5' });
   }
   return undefined;
 }
 
-/** How long a client that is still sending gets to read our answer before its connection is closed. */
-const READ_GRACE_MS = 1000;
-
-/** The most of a refused body read and dropped after the answer, so a client that had sent it all can reuse the connection. */
-const DRAIN_BYTES = 1024 * 1024;
-
-/**
- * A refused upload must not make us read the rest of its body, so its
- * connection is closed. Not at once: closing with unread bytes sends a TCP
- * reset, and a reset can make the client drop the answer it has not read
- * yet. The answer gets a moment to arrive while what is already on its way
- * is read and dropped, up to DRAIN_BYTES; past that the body is left unread
- * (the client blocks on a full window). A client whose body ended within
- * the moment keeps its connection: the answer said keep-alive, and its next
- * request on it must be answered, not reset.
- */
-function closeUnreadRequest(ctx: Context) {
-  const { req } = ctx;
-  ctx.res.once('finish', () => {
-    let drained = 0;
-    req.on('data', (chunk: Buffer) => {
-      drained += chunk.length;
-      if (drained > DRAIN_BYTES) req.pause();
-    });
-    req.resume();
-    setTimeout(() => {
-      if (!req.complete) req.socket.destroy();
-    }, READ_GRACE_MS).unref();
-  });
-}
+/** Refusals of an upload for load or pace, counted by reason in dropstream_upload_refusals_total. */
+const UPLOAD_REFUSALS = new Set<ErrorCode>(['server_busy', 'too_many_uploads', 'upload_too_slow']);
 
 /**
  * The one place errors become responses: `{ success: false, error: { code, message } }`.
@@ -63,10 +37,10 @@ export function errorResponses(logger: Logger, metrics?: Metrics): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.body === undefined && ctx.status === 404) throw new AppError(404, 'not_found', 'No such route');
-      if (ctx.body === undefined && ctx.status === 405) throw new AppError(405, 'method_not_allowed', 'Method not allowed', { Allow: String(ctx.response.get('Allow')) });
+      if (ctx.body === undefined && ctx.status === 404) throw new AppError('not_found', 'No such route');
+      if (ctx.body === undefined && ctx.status === 405) throw new AppError('method_not_allowed', 'Method not allowed', { Allow: String(ctx.response.get('Allow')) });
       // Methods no route knows (TRACE, PROPFIND, MKCOL, ...): the router sets 501 and no body.
-      if (ctx.body === undefined && ctx.status === 501) throw new AppError(501, 'not_implemented', `The method ${ctx.method} is not supported`);
+      if (ctx.body === undefined && ctx.status === 501) throw new AppError('not_implemented', `The method ${ctx.method} is not supported`);
     } catch (err) {
       if (err instanceof ObjectStoreError) {
         metrics?.storeErrors.inc();
@@ -77,6 +51,7 @@ export function errorResponses(logger: Logger, metrics?: Metrics): Middleware {
       const known = toAppError(err);
       if (!known) logger.error({ err }, 'unhandled error');
       const error = known ?? internal();
+      if (UPLOAD_REFUSALS.has(error.code)) metrics?.uploadRefusals.inc({ reason: error.code });
       if (ctx.headerSent) return;
       // Headers meant for the success response (a download's disposition, say)
       // must not ride on the error; the request id and limit state stay.
@@ -84,7 +59,7 @@ export function errorResponses(logger: Logger, metrics?: Metrics): Middleware {
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.body = { success: false, error: { code: error.code, message: error.message } };
-      if (!ctx.req.complete) closeUnreadRequest(ctx);
+      if (!ctx.req.complete) closeAfterAnswer(ctx.req, ctx.res);
     }
   };
 }

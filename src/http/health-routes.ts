@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { Readiness } from '../app.js';
+import type { Readiness } from './readiness.js';
 
 /** Probed every few seconds by load balancers and HEALTHCHECKs: kept out of the info-level request log. */
 export const HEALTH_PATHS = ['/healthz', '/readyz'] as const;

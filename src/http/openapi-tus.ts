@@ -16,17 +16,12 @@ import {
   type Parameter,
   type PathItem,
   type Response,
-} from './openapi.js';
+  uploadTooMany,
+} from './openapi-shared.js';
 import { TUS_EXTENSIONS } from './tus-headers.js';
 
-export const TUS_ERROR_CODES = [
-  'upload_not_found', 'upload_offset_mismatch', 'upload_busy', 'upload_complete', 'upload_length_exceeded', 'invalid_upload_length',
-  'invalid_upload_offset', 'invalid_upload_metadata', 'invalid_checksum', 'unsupported_checksum_algorithm', 'checksum_mismatch',
-  'tus_version_unsupported', 'unsupported_media_type',
-];
-
-const h = (name: string) => ref('headers', name);
-const p = (name: string) => ref('parameters', name);
+const headerRef = (name: string) => ref('headers', name);
+const parameterRef = (name: string) => ref('parameters', name);
 const bare = (description: string, headers: Response['headers']): Response => ({ description, headers });
 
 /** Adds the tus headers and parameters to the shared components. */
@@ -50,7 +45,7 @@ export function withTus(components: OpenApiDocument['components']): OpenApiDocum
     TusResumable: inHeader('Tus-Resumable', 'Must be `1.0.0` (412 otherwise).', { type: 'string', const: '1.0.0' }, true),
     UploadLength: inHeader('Upload-Length', 'Total size in bytes; over the plan\'s `max_file_size` is 403 `file_too_large`. On PATCH, only to declare a deferred length.', { type: 'integer', minimum: 0 }),
     UploadDeferLength: inHeader('Upload-Defer-Length', '`1` when the size is not known yet (instead of `Upload-Length`); bytes are then counted against `max_file_size` as they arrive.', { type: 'integer', const: 1 }),
-    UploadMetadata: inHeader('Upload-Metadata', 'Comma-separated `key base64(value)` pairs; `filename` is required (cleaned like a multipart upload\'s filename).', { type: 'string', examples: ['filename cmVwb3J0LnBkZg=='] }),
+    UploadMetadata: inHeader('Upload-Metadata', 'Comma-separated `key base64(value)` pairs; `filename` is required (cleaned like a multipart upload\'s filename). The upload options of a plain upload go here too, as keys `expires_in`, `max_downloads` and `password` (values as text, e.g. `max_downloads MQ==` for 1); they apply to the file it becomes.', { type: 'string', examples: ['filename cmVwb3J0LnBkZg=='] }),
     UploadOffset: inHeader('Upload-Offset', 'Where this body continues: the offset HEAD reported.', { type: 'integer', minimum: 0 }, true),
     UploadChecksum: inHeader('Upload-Checksum', '`sha256 <base64 digest>` of this body; on mismatch nothing of it is kept (460).', { type: 'string' }),
   });
@@ -59,7 +54,7 @@ export function withTus(components: OpenApiDocument['components']): OpenApiDocum
 
 export function tusPaths(publicUrl: string): Record<string, PathItem> {
   const { file_id, filename } = fileFields(publicUrl);
-  const tus = { 'Tus-Resumable': h('Tus-Resumable') };
+  const tus = { 'Tus-Resumable': headerRef('Tus-Resumable') };
   const operation = (operationId: string, summary: string, description: string, extra: Partial<Operation>, responses: Operation['responses']): Operation => ({
     operationId,
     summary,
@@ -70,54 +65,57 @@ export function tusPaths(publicUrl: string): Record<string, PathItem> {
     responses: { ...apiErrors, ...responses },
   });
   const notFound = error(`No such upload in this account, or it expired: ${codes('upload_not_found')}.`);
-  const badVersion = error(`\`Tus-Resumable\` is missing or not 1.0.0: ${codes('tus_version_unsupported')} (with \`Tus-Version\`).`, { 'Tus-Version': h('Tus-Version') });
+  const badVersion = error(`\`Tus-Resumable\` is missing or not 1.0.0: ${codes('tus_version_unsupported')} (with \`Tus-Version\`).`, { 'Tus-Version': headerRef('Tus-Version') });
   const body = { 'application/offset+octet-stream': { schema: { type: 'string', contentMediaType: 'application/offset+octet-stream' } } };
-  const store = error(`${codes('store_unavailable')}, or ${codes('server_busy')} (too many uploads in flight on this instance).`, { 'Retry-After': h('Retry-After') });
+  const store = error(`${codes('store_unavailable')}, or ${codes('server_busy')} (too many uploads in flight on this instance).`, { 'Retry-After': headerRef('Retry-After') });
 
   return {
     '/uploads': {
       options: operation('tusOptions', 'What the tus server supports', 'Not counted differently from any API request.', {}, {
-        '204': bare('The protocol\'s capabilities and the caller\'s size limit.', { 'Tus-Version': h('Tus-Version'), 'Tus-Extension': h('Tus-Extension'), 'Tus-Max-Size': h('Tus-Max-Size'), 'Tus-Checksum-Algorithm': h('Tus-Checksum-Algorithm') }),
+        '204': bare('The protocol\'s capabilities and the caller\'s size limit.', { 'Tus-Version': headerRef('Tus-Version'), 'Tus-Extension': headerRef('Tus-Extension'), 'Tus-Max-Size': headerRef('Tus-Max-Size'), 'Tus-Checksum-Algorithm': headerRef('Tus-Checksum-Algorithm') }),
       }),
       post: operation(
         'createUpload',
         'Create a resumable upload',
         'Takes a daily upload slot (403 `daily_upload_limit` when none is left); the slot comes back if the upload is terminated or expires unfinished. With a body (`Content-Type: application/offset+octet-stream`) the first bytes are stored at once (creation-with-upload).',
-        { parameters: [p('TusResumable'), p('UploadLength'), p('UploadDeferLength'), p('UploadMetadata'), p('UploadChecksum')], requestBody: { required: false, content: body } },
+        { parameters: [parameterRef('TusResumable'), parameterRef('UploadLength'), parameterRef('UploadDeferLength'), parameterRef('UploadMetadata'), parameterRef('UploadChecksum')], requestBody: { required: false, content: body } },
         {
-          '201': bare('Created. `Upload-Expires` comes too; with a body that finished the upload, the file headers.', { ...tus, Location: h('Location'), 'Upload-Offset': h('Upload-Offset') }),
-          '400': error(`Bad tus headers: ${codes('invalid_upload_length', 'invalid_upload_metadata', 'invalid_filename', 'invalid_checksum', 'unsupported_checksum_algorithm')}.`),
-          '403': error(`${codes('plan_without_api_access')}, ${codes('file_too_large')} (\`Upload-Length\` over \`max_file_size\`, before anything is taken) or ${codes('daily_upload_limit')}.`),
+          '201': bare('Created. `Upload-Expires` comes too; with a body that finished the upload, the file headers.', { ...tus, Location: headerRef('Location'), 'Upload-Offset': headerRef('Upload-Offset') }),
+          '400': error(`Bad tus headers: ${codes('invalid_upload_length', 'invalid_upload_metadata', 'invalid_filename', 'invalid_checksum', 'unsupported_checksum_algorithm')}; a bad upload option: ${codes('invalid_expires_in', 'invalid_max_downloads', 'invalid_password')}.`),
+          '403': error(`${codes('plan_without_api_access')}, ${codes('file_too_large')} (\`Upload-Length\` over \`max_file_size\`, before anything is taken) ${codes('daily_upload_limit')}, or ${codes('storage_quota_exceeded')} (\`Upload-Length\` over the room the plan's \`max_total_size\` leaves, before anything is taken).`),
           '412': badVersion,
+          '429': uploadTooMany,
           '503': store,
         },
       ),
     },
     '/uploads/{upload_id}': {
-      parameters: [p('UploadId')],
-      head: operation('getUploadOffset', 'Ask where to continue', 'The offset durably stored. If the request that stored the last byte was cut before the upload became a file, this finishes it.', { parameters: [p('TusResumable')] }, {
-        '200': bare('`Upload-Length` (or `Upload-Defer-Length: 1`), `Upload-Expires` while unfinished, the file headers once finished; `Cache-Control: no-store`.', { ...tus, 'Upload-Offset': h('Upload-Offset') }),
+      parameters: [parameterRef('UploadId')],
+      head: operation('getUploadOffset', 'Ask where to continue', 'The offset durably stored. If the request that stored the last byte was cut before the upload became a file, this finishes it.', { parameters: [parameterRef('TusResumable')] }, {
+        '200': bare('`Upload-Length` (or `Upload-Defer-Length: 1`), `Upload-Expires` while unfinished, the file headers once finished; `Cache-Control: no-store`.', { ...tus, 'Upload-Offset': headerRef('Upload-Offset') }),
         '404': bare('No such upload in this account, or it expired.', tus),
-        '412': bare('`Tus-Resumable` is missing or not 1.0.0.', { 'Tus-Version': h('Tus-Version') }),
+        '412': bare('`Tus-Resumable` is missing or not 1.0.0.', { 'Tus-Version': headerRef('Tus-Version') }),
       }),
       patch: operation(
         'appendToUpload',
         'Write bytes at the offset',
-        'Streams the body into the upload at `Upload-Offset`. If the connection is cut, what arrived is kept and HEAD reports it. Two PATCHes at once on one upload (on any instances): one gets 409 `upload_busy`. The PATCH that stores the last byte makes the upload a file, exactly like a multipart upload, and its answer carries `Dropstream-File-Id` and `Dropstream-Public-Link`. Each PATCH counts as one request against the per-minute and per-day limits.',
-        { parameters: [p('TusResumable'), p('UploadOffset'), p('UploadLength'), p('UploadChecksum')], requestBody: { required: true, content: body } },
+        'Streams the body into the upload at `Upload-Offset`. If the connection is cut, what arrived is kept and HEAD reports it. A newer request for the upload (PATCH, HEAD or DELETE, on any instance) takes it over: this PATCH stores what it received (what was already in flight too), answers 409 `upload_busy` with `Upload-Offset` and `Connection: close`, and the newer one goes on from there. The PATCH that stores the last byte makes the upload a file, exactly like a multipart upload, and its answer carries `Dropstream-File-Id` and `Dropstream-Public-Link`. Each PATCH counts as one request against the per-minute and per-day limits.',
+        { parameters: [parameterRef('TusResumable'), parameterRef('UploadOffset'), parameterRef('UploadLength'), parameterRef('UploadChecksum')], requestBody: { required: true, content: body } },
         {
-          '204': bare('Stored. `Upload-Expires` while unfinished, the file headers once finished.', { ...tus, 'Upload-Offset': h('Upload-Offset') }),
+          '204': bare('Stored. `Upload-Expires` while unfinished, the file headers once finished.', { ...tus, 'Upload-Offset': headerRef('Upload-Offset') }),
           '400': error(`${codes('invalid_upload_offset', 'invalid_upload_length', 'upload_length_exceeded', 'invalid_checksum', 'unsupported_checksum_algorithm', 'upload_aborted')}.`),
-          '403': error(`${codes('file_too_large')}: a deferred-length upload passed \`max_file_size\` (the upload is removed and its slot comes back).`),
+          '403': error(`${codes('file_too_large')}: a deferred-length upload passed \`max_file_size\` (the upload is removed and its slot comes back). ${codes('storage_quota_exceeded')}: the account's stored bytes would pass \`max_total_size\`; what arrived before is kept (\`Upload-Offset\`), and the upload can go on once there is room.`),
           '404': notFound,
           '409': error(`${codes('upload_offset_mismatch')} (with the real \`Upload-Offset\`) or ${codes('upload_busy')} (another request is writing; with \`Retry-After\`).`),
           '412': badVersion,
+          '408': error(`${codes('upload_too_slow')}: the body came slower than \`UPLOAD_MIN_RATE\` over \`UPLOAD_RATE_WINDOW\`; what arrived is kept (with \`Upload-Offset\`) and the connection is closed.`, { 'Upload-Offset': headerRef('Upload-Offset') }, false),
           '415': error(`The body is not \`application/offset+octet-stream\`: ${codes('unsupported_media_type')}.`),
+          '429': uploadTooMany,
           '460': error(`\`Upload-Checksum\` does not match the body: ${codes('checksum_mismatch')}; nothing of it was kept.`),
           '503': store,
         },
       ),
-      delete: operation('terminateUpload', 'Terminate an unfinished upload', 'Removes its bytes and gives its daily slot back.', { parameters: [p('TusResumable')] }, {
+      delete: operation('terminateUpload', 'Terminate an unfinished upload', 'Removes its bytes and gives its daily slot back.', { parameters: [parameterRef('TusResumable')] }, {
         '204': bare('Terminated.', tus),
         '404': notFound,
         '409': error(`${codes('upload_complete')} (delete the file instead) or ${codes('upload_busy')}.`),

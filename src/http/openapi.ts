@@ -2,100 +2,49 @@
 // /api/v1, public download links, health checks and these docs. Built per
 // PUBLIC_URL, because the shape of public links depends on it; its servers
 // are relative to wherever the document is served from.
-// Statuses and codes follow README's Errors table and Decisions; when a route
-// changes what it answers, change it here too (test/http/openapi.test.ts
-// validates real responses against this document).
+// Error codes and their statuses come from src/error-codes.ts; which codes
+// each operation answers is written here. When a route changes what it
+// answers, change it here too (test/http/openapi.test.ts validates real
+// responses against this document).
 
-import { TUS_ERROR_CODES, tusPaths, withTus } from './openapi-tus.js';
+import { ERROR_CODE_NAMES, ERROR_CODES } from '../error-codes.js';
+import { linkPaths, linkSchema } from './openapi-links.js';
+import { tusPaths, withTus } from './openapi-tus.js';
+import {
+  API_KEY,
+  apiErrors,
+  bytes,
+  codes,
+  count,
+  error,
+  fileFields,
+  type Header,
+  json,
+  object,
+  ok,
+  type OpenApiDocument,
+  type Operation,
+  type PathItem,
+  ref,
+  type Response,
+  type Schema,
+  success,
+  uploadTooMany,
+  uploadOptionFields,
+  uploadTooSlow,
+} from './openapi-shared.js';
 
-/** A JSON Schema (2020-12, the OpenAPI 3.1 dialect), kept loose on purpose. */
-export type Schema = { [keyword: string]: unknown };
-export type Ref = { $ref: string };
-export interface Header { description: string; schema: Schema }
-export interface Parameter { name: string; in: 'path' | 'query' | 'header'; required?: boolean; description: string; schema: Schema }
-export interface MediaType { schema?: Schema; encoding?: Record<string, { contentType: string }> }
-export interface Response { description: string; headers?: Record<string, Ref>; content?: Record<string, MediaType> }
-export interface Operation {
-  operationId: string;
-  summary: string;
-  description?: string;
-  tags: string[];
-  security: Array<Record<string, string[]>>;
-  parameters?: Array<Parameter | Ref>;
-  requestBody?: { required: boolean; content: Record<string, MediaType> };
-  responses: Record<string, Response | Ref>;
-}
-export interface PathItem {
-  servers?: Array<{ url: string; description?: string }>;
-  parameters?: Array<Parameter | Ref>;
-  get?: Operation;
-  post?: Operation;
-  delete?: Operation;
-  head?: Operation;
-  options?: Operation;
-  patch?: Operation;
-}
-export interface OpenApiDocument {
-  openapi: '3.1.0';
-  info: { title: string; version: string; description: string };
-  servers: Array<{ url: string; description?: string }>;
-  tags: Array<{ name: string; description: string }>;
-  paths: Record<string, PathItem>;
-  components: {
-    schemas: Record<string, Schema>;
-    responses: Record<string, Response>;
-    parameters: Record<string, Parameter>;
-    headers: Record<string, Header>;
-    securitySchemes: Record<string, { type: 'http'; scheme: 'bearer'; description: string }>;
-  };
-}
+// The document's types, for those who read the document (the tests).
+export type { Header, OpenApiDocument, Operation, Parameter, PathItem, Ref, Response, Schema } from './openapi-shared.js';
 
-export const ref = (kind: keyof OpenApiDocument['components'], name: string): Ref => ({ $ref: `#/components/${kind}/${name}` });
-export const json = (schema: Schema) => ({ 'application/json': { schema } });
-export const object = (properties: Record<string, Schema>, description?: string): Schema => ({
-  type: 'object',
-  ...(description ? { description } : {}),
-  required: Object.keys(properties),
-  additionalProperties: false,
-  properties,
-});
-export const count = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description });
-export const bytes = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description: `${description}, in bytes` });
-export const ok: Schema = { type: 'boolean', const: true };
-export const codes = (...names: string[]) => names.map((c) => `\`${c}\``).join(', ');
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-
-export const API_KEY = [{ bearerAuth: [] }];
+/** Every registered code with its status and meaning, by status: a Markdown list. */
+const codeList = () =>
+  [...ERROR_CODE_NAMES]
+    .sort((a, b) => ERROR_CODES[a].status - ERROR_CODES[b].status)
+    .map((code) => `- ${ERROR_CODES[code].status} ${codes(code)}: ${ERROR_CODES[code].meaning}`)
+    .join('\n');
 const PUBLIC: Operation['security'] = [];
 
-export const rateHeaders = Object.fromEntries(
-  ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'].map((h) => [h, ref('headers', h)]),
-);
-
-/** An error response: the Error body, the codes it can carry, and the rate-limit state when the request got that far. */
-export function error(description: string, extra: Record<string, Ref> = {}, limited = true): Response {
-  return { description, headers: { ...(limited ? rateHeaders : {}), ...extra }, content: json(ref('schemas', 'Error')) };
-}
-
-/** The errors every /api/v1 operation can give, on top of its own. */
-export const apiErrors = {
-  '401': ref('responses', 'Unauthorized'),
-  '403': ref('responses', 'Forbidden'),
-  '429': ref('responses', 'TooManyRequests'),
-  '500': ref('responses', 'InternalError'),
-};
-
-export const success = (description: string, schema: Schema): Response => ({ description, headers: rateHeaders, content: json(schema) });
-
-/** The six fields of a file record; the upload response reuses four of them. */
-export const fileFields = (publicUrl: string) => ({
-  file_id: { type: 'integer', minimum: 1, description: 'Identifier of the file; used in paths.' },
-  filename: { type: 'string', minLength: 1, maxLength: 255, description: 'Name of the uploaded file (last path segment, NFC, at most 255 bytes of UTF-8).' },
-  size: bytes('Size of the file'),
-  upload_date: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: 'Upload time in UTC, `YYYY-MM-DD HH:MM:SS`.', examples: ['2026-11-21 23:24:04'] },
-  download_count: count('Completed whole-file downloads.'),
-  public_link: { type: 'string', format: 'uri', pattern: `^${escapeRegExp(publicUrl)}/download/[A-Za-z0-9_-]+$`, description: 'Public download URL; the link is the credential.' },
-}) satisfies Record<string, Schema>;
 
 function components(publicUrl: string): OpenApiDocument['components'] {
   const header = (description: string, schema: Schema): Header => ({ description, schema });
@@ -107,6 +56,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
     },
     schemas: {
       File: object(fileFields(publicUrl), 'A file record.'),
+      Link: linkSchema(publicUrl),
       Pagination: object({
         page: { type: 'integer', minimum: 1, description: 'Current page number.' },
         limit: { type: 'integer', minimum: 1, maximum: 100, description: 'Items per page.' },
@@ -119,12 +69,8 @@ function components(publicUrl: string): OpenApiDocument['components'] {
           code: {
             type: 'string',
             pattern: '^[a-z_]+$',
-            description: `Stable, machine-readable. Known codes: ${codes(
-              'invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'upload_aborted', 'invalid_filename',
-              'invalid_parameter', 'invalid_file_id', 'missing_api_key', 'invalid_api_key', 'plan_without_api_access', 'file_too_large',
-              'daily_upload_limit', 'rate_limited', 'too_many_failures', 'file_not_found', 'not_found', 'method_not_allowed',
-              'range_not_satisfiable', 'internal_error', 'store_unavailable', 'server_busy', ...TUS_ERROR_CODES,
-            )}. Clients should treat an unknown code by its HTTP status.`,
+            enum: ERROR_CODE_NAMES,
+            description: `Stable, machine-readable. A later version may add codes: treat one you do not know by its HTTP status.\n\n${codeList()}`,
           },
           message: { type: 'string', description: 'For people; may change at any time.' },
         }),
@@ -141,7 +87,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
       MethodNotAllowed: error(`The path exists but not with this method: ${codes('method_not_allowed')}. Never the answer to a documented operation.`, { Allow: ref('headers', 'Allow') }, false),
     },
     parameters: {
-      FileId: { name: 'file_id', in: 'path', required: true, description: 'The file identifier; anything but a positive integer is 400 `invalid_file_id`.', schema: { type: 'integer', minimum: 1, maximum: 999999999 } },
+      FileId: { name: 'file_id', in: 'path', required: true, description: 'The file identifier (random, it counts nothing); anything but an integer from 1 to 2147483647 is 400 `invalid_file_id`.', schema: { type: 'integer', minimum: 1, maximum: 2147483647 } },
       Page: { name: 'page', in: 'query', description: 'Page number; past the last page the list is empty.', schema: { type: 'integer', minimum: 1, maximum: 999999999, default: 1 } },
       Limit: { name: 'limit', in: 'query', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
       Token: { name: 'token', in: 'path', required: true, description: 'The opaque link token from `public_link` (case-sensitive).', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } },
@@ -157,6 +103,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
       RateLimit: header(`The window's state: remaining requests and seconds to reset. ${whenLimited}`, { type: 'string', examples: ['"minute";r=49;t=58'] }),
       'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
       'WWW-Authenticate': header('The Bearer challenge.', { type: 'string', examples: ['Bearer', 'Bearer error="invalid_token"'] }),
+      BasicChallenge: header('`WWW-Authenticate` of a password-protected download link: browsers then ask for the password themselves.', { type: 'string', const: 'Basic realm="dropstream"' }),
       Allow: header('The methods the path accepts.', { type: 'string' }),
       'Content-Disposition': header('Always `attachment`, with an ASCII `filename` and a UTF-8 `filename*`.', { type: 'string' }),
       ETag: header('Strong ETag: the SHA-256 of the content.', { type: 'string', pattern: '^"[0-9a-f]{64}"$' }),
@@ -168,7 +115,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
 }
 
 function apiPaths(publicUrl: string): Record<string, PathItem> {
-  const { file_id, public_link, size, filename } = fileFields(publicUrl);
+  const { file_id, public_link, size, filename, expires_at } = fileFields(publicUrl);
   const fileOperation = (operationId: string, summary: string, ok200: Response): Operation => ({
     operationId,
     summary,
@@ -186,23 +133,29 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
       post: {
         operationId: 'uploadFile',
         summary: 'Upload a file',
-        description: 'Streams one file part into the object store, counting bytes against the plan\'s `max_file_size`. A refused or failed upload leaves no file and no count against the daily quota. Other plain fields are ignored.',
+        description: 'Streams one file part into the object store, counting bytes against the plan\'s `max_file_size`. A refused or failed upload leaves no file and no count against the daily quota. The options `expires_in`, `max_downloads` and `password` are text fields that must come before the file part (the body is streamed, so a field after it is 400 `field_after_file`); other plain fields before it are ignored.',
         tags: ['files'],
         security: API_KEY,
         requestBody: {
           required: true,
           content: {
             'multipart/form-data': {
-              schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', contentMediaType: 'application/octet-stream', description: 'The file content; exactly one file part, with a filename.' } } },
+              schema: {
+                type: 'object',
+                required: ['file'],
+                properties: { ...uploadOptionFields, file: { type: 'string', contentMediaType: 'application/octet-stream', description: 'The file content; exactly one file part, with a filename, after any option fields.' } },
+              },
               encoding: { file: { contentType: 'application/octet-stream' } },
             },
           },
         },
         responses: {
-          '201': success('The file is stored.', object({ success: ok, file_id, public_link, size, filename })),
+          '201': success('The file is stored.', object({ success: ok, file_id, public_link, size, filename, expires_at })),
           ...apiErrors,
-          '400': error(`The body is not one valid file part named \`file\`: ${codes('invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'upload_aborted', 'invalid_filename')}.`),
-          '403': error(`${codes('plan_without_api_access')} (no rate-limit headers), ${codes('file_too_large')} (sent as soon as the count passes \`max_file_size\`; the connection is then closed) or ${codes('daily_upload_limit')} (uploads for this UTC day used up). No request point is spent.`),
+          '400': error(`The body is not one valid file part named \`file\`: ${codes('invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'upload_aborted', 'invalid_filename')}; or a bad option: ${codes('field_after_file', 'invalid_expires_in', 'invalid_max_downloads', 'invalid_password')}.`),
+          '403': error(`${codes('plan_without_api_access')} (no rate-limit headers), ${codes('file_too_large')} (sent as soon as the count passes \`max_file_size\`; the connection is then closed) or ${codes('daily_upload_limit')} (uploads for this UTC day used up), or ${codes('storage_quota_exceeded')} (the account's stored bytes would pass the plan's \`max_total_size\`; cut as soon as the count passes the free space, and the connection is closed). No request point is spent.`),
+          '408': uploadTooSlow,
+          '429': uploadTooMany,
           '503': error(`${codes('store_unavailable')}: the object store failed; nothing was stored. ${codes('server_busy')}: too many uploads in flight on this instance.`, { 'Retry-After': ref('headers', 'Retry-After') }),
         },
       },
@@ -239,7 +192,13 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
           '200': success('Statistics and limits.', object({
             success: ok,
             stats: object({ total_files: count('Number of files in the account.'), total_size: bytes('Total size of the files') }),
-            limits: object({ max_file_size: bytes('Largest allowed file size'), daily_uploads: count('Uploads allowed per UTC day.') }),
+            limits: object({
+              max_file_size: bytes('Largest allowed file size'),
+              daily_uploads: count('Uploads allowed per UTC day.'),
+              concurrent_uploads: { type: ['integer', 'null'], minimum: 1, description: 'Uploads (plain, and tus requests with a body) the account may run at once on all instances; null: no cap. One more is 429 `too_many_uploads`.', examples: [4] },
+              max_total_size: { type: ['integer', 'null'], format: 'int64', minimum: 1, description: 'Bytes the account may store in all; null: no limit. An upload that would pass it is 403 `storage_quota_exceeded`.', examples: [107374182400, null] },
+              max_expires_in: { type: ['integer', 'null'], minimum: 1, description: 'Longest `expires_in` (seconds) an upload may ask for, and what uploads without one get; null: files may live for ever.', examples: [2592000, null] },
+            }),
             plan: { type: 'string', description: 'Plan name, lower case.', examples: ['pro'] },
           })),
           ...apiErrors,
@@ -259,7 +218,9 @@ function publicPaths(): Record<string, PathItem> {
     return {
       operationId: body ? 'downloadFile' : 'headDownloadFile',
       summary: body ? 'Download a file through its public link' : 'A file\'s download headers, without the body',
-      description: 'No API key: the link token is the credential. Always an attachment, `application/octet-stream`, `X-Content-Type-Options: nosniff`. A GET that delivers the whole file and completes counts one download.',
+      description:
+        'No API key: the link token is the credential, with the link\'s password when it has one (`Authorization: Basic`, any user name: `curl -u :secret`). Always an attachment, `application/octet-stream`, `X-Content-Type-Options: nosniff`. A GET that delivers the whole file and completes counts one download, on the file and on the link. ' +
+        'A link with `max_downloads` N has a budget of N x size bytes: every response with a body takes its length from it (the whole file: its size; a range: the range\'s bytes) before the first byte is sent, in one atomic step shared by all instances, and a response that is cut short gives back the bytes it never sent. So N concurrent downloads of a link with `max_downloads: 1` give one complete body and 410s, and no sequence of requests through one link receives more than N x size bytes. HEAD and 304 take nothing.',
       tags: ['downloads'],
       security: PUBLIC,
       parameters: [ref('parameters', 'Range'), ref('parameters', 'IfRange'), ref('parameters', 'IfNoneMatch')],
@@ -267,9 +228,11 @@ function publicPaths(): Record<string, PathItem> {
         '200': bare({ description: 'The whole file.', headers: fileHeaders, content: binary }),
         '206': bare({ description: 'The requested range.', headers: { ...fileHeaders, 'Content-Range': ref('headers', 'Content-Range') }, content: binary }),
         '304': { description: '`If-None-Match` matched the ETag.', headers: { ETag: ref('headers', 'ETag') } },
-        '404': bare(error(`Unknown or deleted link: ${codes('file_not_found')}.`, {}, false)),
+        '401': bare(error(`The link has a password: none was sent (${codes('password_required')}) or it is wrong (${codes('wrong_password')}, which counts toward the address's failures).`, { 'WWW-Authenticate': ref('headers', 'BasicChallenge') }, false)),
+        '404': bare(error(`Unknown, revoked or deleted link: ${codes('file_not_found')}.`, {}, false)),
+        '410': bare(error(`The link, or its file, has expired (${codes('link_expired')}), or its budget of \`max_downloads\` x size bytes has too little left for this response (${codes('link_exhausted')}).`, {}, false)),
         '416': bare(error(`The range is outside the file: ${codes('range_not_satisfiable')}.`, { 'Content-Range': ref('headers', 'Content-Range') }, false)),
-        '429': bare(error(`This address asked for too many unknown links in the last minute: ${codes('too_many_failures')}.`, { 'Retry-After': ref('headers', 'Retry-After') }, false)),
+        '429': bare(error(`This address asked for too many unknown links, or sent too many wrong link passwords, in the last minute: ${codes('too_many_failures')}. Once it is over the limit, a password-protected link refuses it even with the right password, until the window ends.`, { 'Retry-After': ref('headers', 'Retry-After') }, false)),
         '500': bare(error(`${codes('internal_error')}.`, {}, false)),
         ...(body ? { '503': error(`The object store failed: ${codes('store_unavailable')}.`, { 'Retry-After': ref('headers', 'Retry-After') }, false) } : {}),
       },
@@ -312,13 +275,14 @@ export function openApiDocument(publicUrl: string): OpenApiDocument {
     servers: [{ url: '/api/v1', description: 'The versioned API' }],
     tags: [
       { name: 'files', description: 'Upload, list, inspect and delete files.' },
+      { name: 'links', description: 'A file\'s public links: list them, make more with their own expiry, download limit and password, revoke or rotate them.' },
       { name: 'uploads', description: 'Resumable uploads (tus 1.0.0): create, write from an offset, ask the offset, terminate.' },
       { name: 'account', description: 'Statistics and plan limits.' },
       { name: 'downloads', description: 'Public download links, without a key.' },
       { name: 'operations', description: 'Liveness and readiness.' },
       { name: 'docs', description: 'This description and its viewer.' },
     ],
-    paths: { ...apiPaths(publicUrl), ...tusPaths(publicUrl), ...publicPaths() },
+    paths: { ...apiPaths(publicUrl), ...linkPaths(), ...tusPaths(publicUrl), ...publicPaths() },
     components: withTus(components(publicUrl)),
   };
 }

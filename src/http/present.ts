@@ -1,4 +1,5 @@
 // How records look on the wire: snake_case, integers in bytes, UTC dates.
+import type { LinkRecord } from '../files/links.js';
 import type { FileListing } from '../files/record.js';
 
 /** `YYYY-MM-DD HH:MM:SS`, in UTC. */
@@ -6,6 +7,10 @@ export const formatDate = (date: Date) => date.toISOString().slice(0, 19).replac
 
 export const publicLink = (publicUrl: string, token: string) => `${publicUrl}/download/${token}`;
 
+/** A time or null, as the spec writes dates. */
+export const formatOptionalDate = (date: Date | null | undefined) => (date ? formatDate(date) : null);
+
+/** A file record (the single-file answer, list items). */
 export function presentFile(file: FileListing, publicUrl: string) {
   return {
     file_id: file.id,
@@ -14,5 +19,31 @@ export function presentFile(file: FileListing, publicUrl: string) {
     upload_date: formatDate(file.createdAt),
     download_count: file.downloadCount,
     public_link: publicLink(publicUrl, file.linkToken),
+    expires_at: formatOptionalDate(file.expiresAt),
+  };
+}
+
+/** The answer to an upload: the spec's four fields, and when the file expires. */
+export function presentUpload(file: FileListing, publicUrl: string) {
+  return {
+    success: true,
+    file_id: file.id,
+    public_link: publicLink(publicUrl, file.linkToken),
+    size: file.size,
+    filename: file.filename,
+    expires_at: formatOptionalDate(file.expiresAt),
+  };
+}
+
+/** A link of a file (the links API): its URL, whether it is the file's public_link, its rules and count. */
+export function presentLink(link: LinkRecord, publicUrl: string) {
+  return {
+    link_id: link.id,
+    public_link: publicLink(publicUrl, link.token),
+    primary: link.primary,
+    expires_at: formatOptionalDate(link.expiresAt),
+    max_downloads: link.maxDownloads ?? null,
+    download_count: link.downloadCount,
+    password_protected: link.passwordProtected,
   };
 }

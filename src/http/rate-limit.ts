@@ -7,7 +7,7 @@ import type { Metrics } from '../metrics.js';
 /** 429 for an address over `limits` (bad keys, unknown links) for `seconds` more; counted in the metrics. */
 export function tooManyFailures(limits: FailureLimits, seconds: number, metrics?: Metrics): AppError {
   metrics?.rateLimitRefusals.inc({ reason: `${limits.options.name}_failures` });
-  return new AppError(429, 'too_many_failures', 'Too many failed requests from this address; try again later', { 'Retry-After': String(seconds) });
+  return new AppError('too_many_failures', 'Too many failed requests from this address; try again later', { 'Retry-After': String(seconds) });
 }
 
 /** Runs the rest of the chain, then `after` with the status the response gets (a thrown AppError's, or 500). */

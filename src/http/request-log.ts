@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.js';
+import { wasCutByServer } from './server-cut.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -43,7 +44,9 @@ export function recordFailure(ctx: Context, status: number): void {
  * response closes. Both name the route pattern, never the URL. The status is
  * what the client received in full: 'finish' means every byte of the response
  * was handed to the connection without an error; without it, 499 (as nginx
- * logs it: the client left first) or the status of our own failure.
+ * logs it: the client left first), 503 when a shutdown cut the connection at
+ * the end of its grace period (the server ended it; a proxy answered its
+ * client 502), or the status of our own failure.
  */
 export function requestLog(logger: Logger, metrics?: Metrics, { quietRoutes = [] }: RequestLogOptions = {}): Middleware {
   const quiet = new Set(quietRoutes);
@@ -59,7 +62,7 @@ export function requestLog(logger: Logger, metrics?: Metrics, { quietRoutes = []
     res.once('finish', () => (finished = true));
     res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const status: number = finished ? ctx.status : (ctx.state[FAILED_STATUS_KEY] ?? 499);
+      const status: number = finished ? ctx.status : (ctx.state[FAILED_STATUS_KEY] ?? (wasCutByServer(socket) ? 503 : 499));
       const route = routeOf(ctx);
       const before = accounted.get(socket);
       const read = socket.bytesRead;

@@ -1,5 +1,6 @@
 // Parsing and writing the tus 1.0.0 headers (https://tus.io/protocols/resumable-upload).
 import { AppError, badRequest } from '../errors.js';
+import type { CodeOf } from '../error-codes.js';
 import type { UploadStatus } from '../files/resumable.js';
 import { publicLink } from './present.js';
 
@@ -15,7 +16,7 @@ export const TUS_REQUEST_HEADERS = ['Tus-Resumable', 'Upload-Length', 'Upload-De
 export const TUS_RESPONSE_HEADERS = ['Location', 'Tus-Resumable', 'Tus-Version', 'Tus-Extension', 'Tus-Max-Size', 'Tus-Checksum-Algorithm', 'Upload-Offset', 'Upload-Length', 'Upload-Defer-Length', 'Upload-Expires', FILE_ID_HEADER, PUBLIC_LINK_HEADER];
 
 /** A byte count in a header: digits only, at most 2^53 - 1. */
-function bytes(value: string, code: string, name: string): number {
+function bytes(value: string, code: CodeOf<400>, name: string): number {
   const n = /^[0-9]{1,16}$/.test(value) ? Number(value) : NaN;
   if (!Number.isSafeInteger(n)) throw badRequest(code, `${name} must be a non-negative integer`);
   return n;
@@ -27,7 +28,7 @@ export const parseOffset = (value: string) => bytes(value, 'invalid_upload_offse
 /** Refuses requests of another protocol version (412, with the one we speak). */
 export function checkTusVersion(value: string): void {
   if (value !== TUS_VERSION) {
-    throw new AppError(412, 'tus_version_unsupported', `Tus-Resumable must be ${TUS_VERSION}`, { 'Tus-Version': TUS_VERSION });
+    throw new AppError('tus_version_unsupported', `Tus-Resumable must be ${TUS_VERSION}`, { 'Tus-Version': TUS_VERSION });
   }
 }
 

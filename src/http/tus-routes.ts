@@ -8,9 +8,14 @@ import type { RouterContext } from '@koa/router';
 import type { Middleware } from 'koa';
 import { AppError } from '../errors.js';
 import type { ResumableUploads, UploadStatus } from '../files/resumable.js';
-import { resumableErrors } from '../files/resumable-errors.js';
-import { UPLOAD_ID } from '../files/resumable-records.js';
+import { resumableErrors, UploadAborted } from '../files/resumable-errors.js';
+import { isUploadId } from '../files/resumable-records.js';
 import type { UploadGate } from '../files/upload-gate.js';
+import { isOptionName, parseUploadOptions, withRetention, type UploadOptions } from '../files/upload-options.js';
+import { enterUpload, type AccountSlots } from '../files/account-slots.js';
+import { FileTooLarge, fileErrors } from '../files/errors.js';
+import { closeAfterAnswer, detachableBody } from './unread-body.js';
+import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
 import type { Metrics } from '../metrics.js';
 import type { AuthState } from './auth.js';
 import { formatDate, presentFile } from './present.js';
@@ -29,6 +34,8 @@ import {
 export interface TusDeps {
   resumable: ResumableUploads;
   uploadGate: UploadGate;
+  accountSlots: AccountSlots;
+  bodyRate: BodyRateOptions;
   metrics?: Metrics;
   /** Base of public links and of upload URLs, without a trailing slash. */
   publicUrl: string;
@@ -48,9 +55,15 @@ const tusVersion: Middleware<AuthState> = async (ctx, next) => {
   await next();
 };
 
+/** A PATCH that answers before its body ended (it gave way to a newer request) closes its connection: see unread-body.ts. */
+const closeUnreadBody: Middleware<AuthState> = async (ctx, next) => {
+  await next();
+  if (!ctx.req.complete) closeAfterAnswer(ctx.req, ctx.res);
+};
+
 function uploadId(ctx: Ctx): string {
   const id = ctx.params.id ?? '';
-  if (!UPLOAD_ID.test(id)) throw resumableErrors.notFound();
+  if (!isUploadId(id)) throw resumableErrors.notFound();
   return id;
 }
 
@@ -62,130 +75,207 @@ function bodySize(ctx: Ctx): number | undefined {
 
 const hasBody = (ctx: Ctx) => (bodySize(ctx) ?? (ctx.get('Transfer-Encoding') ? 1 : 0)) > 0;
 
+/** What the handlers share: the dependencies and the path upload URLs start with. */
+interface Tus extends TusDeps {
+  /**
+   * Upload URLs are relative to PUBLIC_URL's path, so they work through any
+   * host name or proxy the client came by.
+   */
+  base: string;
+}
+
 /** Adds the tus routes to the API router, each behind `guard` (api-routes.ts: the same apiGuard as every API route). */
 export function tusRoutes(router: Router<AuthState>, guard: Middleware<AuthState>, deps: TusDeps): void {
-  const { resumable, uploadGate, metrics, publicUrl } = deps;
-  // Upload URLs are relative to PUBLIC_URL's path, so they work through any
-  // host name or proxy the client came by.
-  const base = `${new URL(publicUrl).pathname.replace(/\/+$/, '')}/api/v1/uploads`;
+  const tus: Tus = { ...deps, base: `${new URL(deps.publicUrl).pathname.replace(/\/+$/, '')}/api/v1/uploads` };
   const guarded = [tusHeader, guard, tusVersion] as const;
-
-  /** Streams the request body into the upload; counts it in the metrics. */
-  async function receive(ctx: Ctx, id: string, offset: number, length?: number, leave = uploadGate.enter()) {
-    metrics?.resumableInFlight.inc();
-    try {
-      const outcome = await resumable.append(ctx.state.caller, id, {
-        offset,
-        length,
-        bodySize: bodySize(ctx),
-        body: ctx.req,
-        checksum: parseChecksum(ctx.get('Upload-Checksum')),
-      });
-      metrics?.resumableReceivedBytes.inc(outcome.received);
-      if (outcome.resumedAt !== undefined) metrics?.resumedBytes.inc(outcome.resumedAt);
-      if (outcome.status.file) metrics?.uploadedBytes.inc(outcome.status.file.size);
-      return outcome.status;
-    } catch (err) {
-      if (err instanceof AppError && err.code === 'upload_aborted') metrics?.resumableInterruptions.inc();
-      throw err;
-    } finally {
-      metrics?.resumableInFlight.dec();
-      leave();
-    }
-  }
-
-  const answer = (ctx: Ctx, status: number, upload: UploadStatus) => {
-    ctx.status = status;
-    ctx.set(statusHeaders(upload, publicUrl));
-  };
-
-  router.options('/uploads', ...guarded, (ctx) => {
-    ctx.status = 204;
-    ctx.set({
-      'Tus-Version': TUS_VERSION,
-      'Tus-Extension': TUS_EXTENSIONS,
-      'Tus-Max-Size': String(resumable.maxSize(ctx.state.caller)),
-      'Tus-Checksum-Algorithm': 'sha256',
-    });
-  });
-
-  router.post('/uploads', ...guarded, async (ctx) => {
-    const length = ctx.get('Upload-Length');
-    const deferred = ctx.get('Upload-Defer-Length');
-    if ((length === '') === (deferred === '') || (deferred !== '' && deferred !== '1')) {
-      throw new AppError(400, 'invalid_upload_length', 'Send either Upload-Length or Upload-Defer-Length: 1');
-    }
-    const rawFilename = parseMetadata(ctx.get('Upload-Metadata')).get('filename')?.toString('utf8') ?? '';
-    const withBody = ctx.get('Content-Type') === TUS_CONTENT_TYPE && hasBody(ctx);
-    // Before the slot is taken: a body refused with 503 must not leave an upload behind.
-    const leave = withBody ? uploadGate.enter() : undefined;
-    let created: UploadStatus;
-    try {
-      created = await resumable.create(ctx.state.caller, { length: length === '' ? undefined : parseLength(length), rawFilename });
-    } catch (err) {
-      leave?.();
-      throw err;
-    }
-    metrics?.resumableCreated.inc();
-    ctx.set('Location', `${base}/${created.id}`);
-    let upload = created;
-    if (leave) {
-      try {
-        upload = await receive(ctx, created.id, 0, undefined, leave);
-      } catch (err) {
-        // The upload exists and the client needs its URL to go on, unless it
-        // was removed (over the plan's limit).
-        if (err instanceof AppError && err.status === 403) throw err;
-        if (err instanceof AppError && err.code === 'upload_aborted') {
-          // The client left before it could learn the upload's URL, so no
-          // one can continue it: terminate it now, giving its daily slot
-          // back, rather than let it hold the slot until it expires (which
-          // is still what happens if this fails).
-          await resumable.terminate(ctx.state.caller, created.id).catch(() => {});
-          throw err;
-        }
-        upload = await resumable.status(ctx.state.caller, created.id);
-      }
-    }
-    answer(ctx, 201, upload);
-  });
-
+  router.options('/uploads', ...guarded, (ctx) => describeServer(tus, ctx));
+  router.post('/uploads', closeUnreadBody, ...guarded, (ctx) => createUpload(tus, ctx));
   // Before GET: @koa/router would otherwise answer HEAD with the GET route.
-  router.head('/uploads/:id', ...guarded, async (ctx) => {
-    answer(ctx, 200, await resumable.status(ctx.state.caller, uploadId(ctx)));
-    ctx.set('Cache-Control', 'no-store');
-  });
+  router.head('/uploads/:id', ...guarded, (ctx) => uploadOffset(tus, ctx));
+  router.patch('/uploads/:id', closeUnreadBody, ...guarded, (ctx) => appendToUpload(tus, ctx));
+  router.delete('/uploads/:id', ...guarded, (ctx) => terminateUpload(tus, ctx));
+  router.get('/uploads/:id', ...guarded, (ctx) => uploadAsJson(tus, ctx));
+}
 
-  router.patch('/uploads/:id', ...guarded, async (ctx) => {
-    const id = uploadId(ctx);
-    if (ctx.get('Content-Type') !== TUS_CONTENT_TYPE) {
-      throw new AppError(415, 'unsupported_media_type', `PATCH bodies must be ${TUS_CONTENT_TYPE}`);
+/** An upload slot (the instance's gate and the account's concurrent uploads), released by calling what it returns. */
+const enterSlot = (tus: Tus, ctx: Ctx) => enterUpload(tus.uploadGate, tus.accountSlots, ctx.state.caller);
+
+function answer(tus: Tus, ctx: Ctx, status: number, upload: UploadStatus): void {
+  ctx.status = status;
+  ctx.set(statusHeaders(upload, tus.publicUrl));
+}
+
+/** OPTIONS: what this server supports. */
+function describeServer(tus: Tus, ctx: Ctx): void {
+  ctx.status = 204;
+  ctx.set({
+    'Tus-Version': TUS_VERSION,
+    'Tus-Extension': TUS_EXTENSIONS,
+    'Tus-Max-Size': String(tus.resumable.maxSize(ctx.state.caller)),
+    'Tus-Checksum-Algorithm': 'sha256',
+  });
+}
+
+/** What a POST asks to create. */
+interface Creation {
+  /** The Upload-Length header, '' when the length is deferred; parsed in create() (after the slot is taken, as it always was). */
+  lengthHeader: string;
+  rawFilename: string;
+  /** expires_in, max_downloads and password from Upload-Metadata, checked before anything is taken. */
+  options: UploadOptions;
+}
+
+/** POST: creates an upload, and with a body (creation-with-upload) streams it in. */
+async function createUpload(tus: Tus, ctx: Ctx): Promise<void> {
+  const length = ctx.get('Upload-Length');
+  const deferred = ctx.get('Upload-Defer-Length');
+  if ((length === '') === (deferred === '') || (deferred !== '' && deferred !== '1')) {
+    throw new AppError('invalid_upload_length', 'Send either Upload-Length or Upload-Defer-Length: 1');
+  }
+  const metadata = parseMetadata(ctx.get('Upload-Metadata'));
+  const creation: Creation = {
+    lengthHeader: length,
+    rawFilename: metadata.get('filename')?.toString('utf8') ?? '',
+    options: withRetention(
+      parseUploadOptions(new Map([...metadata].filter(([key]) => isOptionName(key)).map(([key, value]) => [key, value.toString('utf8')]))),
+      ctx.state.caller.plan.maxExpiresIn,
+    ),
+  };
+  const withBody = ctx.get('Content-Type') === TUS_CONTENT_TYPE && hasBody(ctx);
+  if (!withBody) {
+    answer(tus, ctx, 201, await create(tus, ctx, creation));
+    return;
+  }
+  const first = await createAndReceive(tus, ctx, creation);
+  answer(tus, ctx, 201, first.failure === undefined ? first.upload : await afterFailedFirstBody(tus, ctx, first.upload.id, first.failure));
+}
+
+/** Creates the upload and tells the client where it is. */
+async function create(tus: Tus, ctx: Ctx, creation: Creation): Promise<UploadStatus> {
+  const { lengthHeader, rawFilename, options } = creation;
+  const created = await tus.resumable.create(ctx.state.caller, {
+    length: lengthHeader === '' ? undefined : parseLength(lengthHeader),
+    rawFilename,
+    options,
+  });
+  tus.metrics?.resumableCreated.inc();
+  ctx.set('Location', `${tus.base}/${created.id}`);
+  return created;
+}
+
+/**
+ * The upload and its first body, under one slot. The slot is taken before
+ * the upload is created: a body refused with 503 or 429 must not leave an
+ * upload behind. A failed body still leaves the upload (`failure` says why,
+ * and `upload` is the upload as created).
+ */
+async function createAndReceive(tus: Tus, ctx: Ctx, creation: Creation): Promise<{ upload: UploadStatus; failure?: unknown }> {
+  const leave = await enterSlot(tus, ctx);
+  try {
+    const created = await create(tus, ctx, creation);
+    try {
+      return { upload: await receive(tus, ctx, created.id, 0) };
+    } catch (failure) {
+      return { upload: created, failure };
     }
-    const offsetHeader = ctx.get('Upload-Offset');
-    if (offsetHeader === '') throw new AppError(400, 'invalid_upload_offset', 'Upload-Offset is required');
-    const length = ctx.get('Upload-Length');
-    answer(ctx, 204, await receive(ctx, id, parseOffset(offsetHeader), length === '' ? undefined : parseLength(length)));
-  });
+  } finally {
+    leave();
+  }
+}
 
-  router.delete('/uploads/:id', ...guarded, async (ctx) => {
-    await resumable.terminate(ctx.state.caller, uploadId(ctx));
-    ctx.status = 204;
-  });
+/** After the first body failed (its slot given back): the upload exists and the client needs its URL to go on, unless it was removed. */
+async function afterFailedFirstBody(tus: Tus, ctx: Ctx, id: string, failure: unknown): Promise<UploadStatus> {
+  // append removes an upload over the plan's limit.
+  if (failure instanceof FileTooLarge) throw failure;
+  if (failure instanceof UploadAborted) {
+    // The client left before it could learn the upload's URL, so no one
+    // can continue it: terminate it now, giving its daily slot back, rather
+    // than let it hold the slot until it expires (which is still what
+    // happens if this fails).
+    await tus.resumable.terminate(ctx.state.caller, id).catch(() => {});
+    throw failure;
+  }
+  return tus.resumable.status(ctx.state.caller, id);
+}
 
-  /** Not tus: the upload as JSON, with the file it became (null until then). */
-  router.get('/uploads/:id', ...guarded, async (ctx) => {
-    const upload = await resumable.status(ctx.state.caller, uploadId(ctx));
-    ctx.set('Cache-Control', 'no-store');
-    ctx.body = {
-      success: true,
-      upload: {
-        upload_id: upload.id,
-        filename: upload.filename,
-        offset: upload.offset,
-        length: upload.length ?? null,
-        expires_at: upload.file ? null : formatDate(upload.expiresAt),
-      },
-      file: upload.file ? presentFile(upload.file, publicUrl) : null,
-    };
-  });
+/** HEAD: where the upload stands. */
+async function uploadOffset(tus: Tus, ctx: Ctx): Promise<void> {
+  answer(tus, ctx, 200, await tus.resumable.status(ctx.state.caller, uploadId(ctx)));
+  ctx.set('Cache-Control', 'no-store');
+}
+
+/** PATCH: streams the body into the upload at Upload-Offset, under an upload slot. */
+async function appendToUpload(tus: Tus, ctx: Ctx): Promise<void> {
+  const id = uploadId(ctx);
+  if (ctx.get('Content-Type') !== TUS_CONTENT_TYPE) {
+    throw new AppError('unsupported_media_type', `PATCH bodies must be ${TUS_CONTENT_TYPE}`);
+  }
+  const offsetHeader = ctx.get('Upload-Offset');
+  if (offsetHeader === '') throw new AppError('invalid_upload_offset', 'Upload-Offset is required');
+  const offset = parseOffset(offsetHeader);
+  const length = ctx.get('Upload-Length');
+  const declaredLength = length === '' ? undefined : parseLength(length);
+  const leave = await enterSlot(tus, ctx);
+  let upload: UploadStatus;
+  try {
+    upload = await receive(tus, ctx, id, offset, declaredLength);
+  } finally {
+    leave();
+  }
+  answer(tus, ctx, 204, upload);
+}
+
+/**
+ * Streams the request body into the upload; counts it in the metrics. The
+ * caller holds an upload slot throughout.
+ */
+async function receive(tus: Tus, ctx: Ctx, id: string, offset: number, length?: number): Promise<UploadStatus> {
+  const { resumable, bodyRate, metrics } = tus;
+  // A body slower than UPLOAD_MIN_RATE ends with 408; what it delivered is
+  // kept, and the client can read the 408 (the body is cut, not the request).
+  const body = detachableBody(ctx.req);
+  const unwatch = watchBodyRate(ctx.req, bodyRate, () => body.destroy(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
+  metrics?.resumableInFlight.inc();
+  try {
+    const outcome = await resumable.append(ctx.state.caller, id, {
+      offset,
+      length,
+      bodySize: bodySize(ctx),
+      body,
+      checksum: parseChecksum(ctx.get('Upload-Checksum')),
+    });
+    metrics?.resumableReceivedBytes.inc(outcome.received);
+    if (outcome.resumedAt !== undefined) metrics?.resumedBytes.inc(outcome.resumedAt);
+    if (outcome.status.file) metrics?.uploadedBytes.inc(outcome.status.file.size);
+    return outcome.status;
+  } catch (err) {
+    if (err instanceof UploadAborted) metrics?.resumableInterruptions.inc();
+    throw err;
+  } finally {
+    unwatch();
+    metrics?.resumableInFlight.dec();
+  }
+}
+
+/** DELETE: termination. */
+async function terminateUpload(tus: Tus, ctx: Ctx): Promise<void> {
+  await tus.resumable.terminate(ctx.state.caller, uploadId(ctx));
+  ctx.status = 204;
+}
+
+/** GET, not tus: the upload as JSON, with the file it became (null until then). */
+async function uploadAsJson(tus: Tus, ctx: Ctx): Promise<void> {
+  const upload = await tus.resumable.status(ctx.state.caller, uploadId(ctx));
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = {
+    success: true,
+    upload: {
+      upload_id: upload.id,
+      filename: upload.filename,
+      offset: upload.offset,
+      length: upload.length ?? null,
+      expires_at: upload.file ? null : formatDate(upload.expiresAt),
+    },
+    file: upload.file ? presentFile(upload.file, tus.publicUrl) : null,
+  };
 }

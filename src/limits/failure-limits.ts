@@ -20,14 +20,15 @@ const REMEMBERED = 10_000;
 /**
  * Counts failures (bad API keys, unknown download tokens) per client address,
  * so secrets cannot be guessed at speed. Once an address passes the limit,
- * it is refused until the window ends, whatever it sends.
+ * its guesses are refused until the window ends; a valid credential from
+ * it still passes (issue 27: one guesser behind a NAT must not lock out
+ * everyone else there), so only failures are ever checked against it, and
+ * a request with a good key or link costs no trip here at all.
  *
  * Counting is rate-limiter-flexible's (Redis, with an in-memory insurance
- * limiter while Redis is away). The API's success path checks the same
- * Redis key inside its request-counting script (RequestLimits), so a
- * request with a good key costs no trip of its own here. Refused addresses
- * are remembered on this instance until their window ends, so refusing
- * them again costs no key lookup and no round trip.
+ * limiter while Redis is away). Refused addresses are remembered on this
+ * instance until their window ends, so refusing their guesses again costs
+ * no round trip.
  */
 export class FailureLimits {
   private readonly limiter: RateLimiterAbstract;
@@ -66,21 +67,6 @@ export class FailureLimits {
     if (left > 0) return Math.ceil(left / 1000);
     this.refused.delete(address);
     return 0;
-  }
-
-  /** The Redis key the failures of `address` are counted under. */
-  storeKey(address: string): string {
-    return this.limiter.getKey(address);
-  }
-
-  /** Records that the store refused `address` for `msLeft` more milliseconds. */
-  refusedFor(address: string, msLeft: number): { failureWaitSeconds: number } {
-    return { failureWaitSeconds: this.remember(address, msLeft) };
-  }
-
-  /** Seconds to wait by the in-memory counts alone (while Redis is away). */
-  async waitSecondsInMemory(address: string): Promise<number> {
-    return this.waitFrom(this.memory, address);
   }
 
   private async waitFrom(limiter: RateLimiterAbstract, address: string): Promise<number> {

@@ -1,7 +1,16 @@
 // The write loop of a resumable append on the local store (local.ts): the
 // body goes to an open temp file at an offset, durably.
 import type { FileHandle } from 'node:fs/promises';
+import { Writable } from 'node:stream';
 import { ObjectStoreError } from './object-store.js';
+
+/**
+ * Runs one filesystem call (`operation` of about `bytes`) within its
+ * deadline (local.ts sizes it as for S3: store-deadlines.ts). A write to a
+ * disk that hangs (a stale NFS mount) cannot be cancelled, but the request
+ * waiting for it answers at the deadline.
+ */
+export type Bounded = (operation: string, bytes: number, work: () => Promise<unknown>) => Promise<void>;
 
 /** Bytes an append writes between two background fdatasyncs. */
 const SYNC_EVERY = 8 * 1024 * 1024;
@@ -25,6 +34,7 @@ export async function appendAt(
   body: AsyncIterable<Buffer>,
   offset: number,
   storeError: (err: unknown) => ObjectStoreError,
+  bound: Bounded,
 ): Promise<{ offset: number; interrupted?: unknown }> {
   let interrupted: unknown;
   let writing: Promise<void> = Promise.resolve();
@@ -37,15 +47,16 @@ export async function appendAt(
   const flush = (last = false) => {
     const buffers = batch;
     const at = writeAt;
+    const size = batched;
     writeAt += batched;
     unsynced += batched;
     batch = [];
     batched = 0;
-    writing = writing.then(() => writeAll(handle, buffers, at));
+    writing = writing.then(() => bound('write', size, () => writeAll(handle, buffers, at)));
     if (!last && unsynced >= SYNC_EVERY) {
       unsynced = 0;
       const written = writing;
-      syncing = Promise.all([syncing, written]).then(() => handle.datasync());
+      syncing = Promise.all([syncing, written]).then(() => bound('fsync', SYNC_EVERY, () => handle.datasync()));
       syncing.catch(() => undefined); // reported by the final sync
     }
   };
@@ -69,7 +80,7 @@ export async function appendAt(
     flush(true);
     await Promise.all([writing, syncing]);
     // An append that wrote nothing has nothing to make durable.
-    if (writeAt > offset) await handle.datasync();
+    if (writeAt > offset) await bound('fsync', SYNC_EVERY, () => handle.datasync());
   } catch (err) {
     throw err instanceof ObjectStoreError ? err : storeError(err);
   } finally {
@@ -97,4 +108,35 @@ async function writeAll(handle: FileHandle, buffers: Buffer[], position: number)
     }
     rest = next;
   }
+}
+
+/**
+ * A stream of bytes into `handle` from position 0, each write within its
+ * deadline (put() in local.ts). Closes the handle when it ends or fails,
+ * without waiting for a write that hangs.
+ */
+export function fileWriter(handle: FileHandle, bound: Bounded): Writable & { bytesWritten: number } {
+  let closing: Promise<void> | undefined;
+  const close = () => (closing ??= handle.close().catch(() => undefined));
+  const out = Object.assign(
+    new Writable({
+      writev(chunks, callback) {
+        const buffers = chunks.map((c) => c.chunk as Buffer);
+        const size = buffers.reduce((n, b) => n + b.length, 0);
+        bound('write', size, () => writeAll(handle, buffers, out.bytesWritten)).then(() => {
+          out.bytesWritten += size;
+          callback();
+        }, callback);
+      },
+      final(callback) {
+        close().then(() => callback());
+      },
+      destroy(err, callback) {
+        void close();
+        callback(err);
+      },
+    }),
+    { bytesWritten: 0 },
+  );
+  return out;
 }

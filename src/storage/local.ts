@@ -12,8 +12,10 @@ import {
   type PutOptions,
   ObjectNotFoundError,
   ObjectStoreError,
+  StoreTimeoutError,
 } from './object-store.js';
-import { appendAt } from './local-append.js';
+import { appendAt, fileWriter, type Bounded } from './local-append.js';
+import { DEFAULT_DEADLINES, withDeadline, writeDeadline, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
 import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
 
 export interface LocalObjectStoreOptions {
@@ -22,9 +24,16 @@ export interface LocalObjectStoreOptions {
    * live in `<root>/.tmp`, on the same filesystem, so publishing one is an atomic rename.
    */
   root: string;
+  /** Deadlines of its writes and syncs (store-deadlines.ts); DEFAULT_DEADLINES when absent. */
+  deadlines?: StoreDeadlines;
+  /** Told every bounded call's outcome (metrics, /readyz). */
+  observe?: StoreCallObserver;
+  /** Opens a resumable upload's file (fs/promises open unless given): tests give one whose writes hang in the kernel. */
+  openFile?: (path: string, flags: number, mode: number) => Promise<FileHandle>;
 }
 
-const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** The store's upload ids (randomUUID), which are also the names of their temp files in `.tmp`. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Keeps each object as a plain file at `<root>/<key>`. */
 export class LocalObjectStore implements ObjectStore {
@@ -34,9 +43,22 @@ export class LocalObjectStore implements ObjectStore {
   private readonly tmpDir: string;
   private ready: Promise<void> | undefined;
 
+  private readonly bound: Bounded;
+  private readonly openFile: NonNullable<LocalObjectStoreOptions['openFile']>;
+  /**
+   * Resumable uploads' files whose append ended at a deadline while a write
+   * was still in the kernel, until that write returns (a FileHandle's close
+   * waits for it): no other append or completion may touch the file before,
+   * or the late write could land on bytes written after it.
+   */
+  private readonly hung = new Map<string, Promise<void>>();
+
   constructor(options: LocalObjectStoreOptions) {
     this.root = options.root;
+    const deadlines = options.deadlines ?? DEFAULT_DEADLINES;
+    this.bound = (operation, bytes, work) => withDeadline(operation, writeDeadline(deadlines, bytes), work, options.observe).then(() => undefined);
     this.tmpDir = join(options.root, '.tmp');
+    this.openFile = options.openFile ?? ((path, flags, mode) => open(path, flags, mode));
   }
 
   async put(key: string, body: Readable, options: PutOptions = {}): Promise<ObjectInfo> {
@@ -54,7 +76,7 @@ export class LocalObjectStore implements ObjectStore {
       body.destroy();
       throw err;
     }
-    const out = temp.handle.createWriteStream();
+    const out = fileWriter(temp.handle, this.bound);
     try {
       // pipeline rejects with the first error: the body's own when the body failed.
       await pipeline(body, out);
@@ -63,7 +85,7 @@ export class LocalObjectStore implements ObjectStore {
       throw err;
     }
     try {
-      await mkdir(dirname(target), { recursive: true });
+      await mkdir(dirname(target), { recursive: true, mode: 0o700 });
       await rename(temp.path, target);
     } catch (err) {
       await unlink(temp.path).catch(() => undefined);
@@ -126,7 +148,7 @@ export class LocalObjectStore implements ObjectStore {
     if (!dir) return;
     let page: OpenUpload[] = [];
     for await (const entry of dir) {
-      if (!entry.isFile() || !UPLOAD_ID.test(entry.name)) continue;
+      if (!entry.isFile() || !UUID.test(entry.name)) continue;
       // Gone since it was listed: the put finished or failed meanwhile.
       const info = await stat(join(this.tmpDir, entry.name)).catch(() => undefined);
       if (info) page.push({ uploadId: entry.name, since: info.mtime });
@@ -139,7 +161,7 @@ export class LocalObjectStore implements ObjectStore {
   }
 
   async abortUpload({ uploadId }: Pick<OpenUpload, 'uploadId'>): Promise<void> {
-    if (!UPLOAD_ID.test(uploadId)) throw new Error(`invalid upload id ${JSON.stringify(uploadId)}`);
+    if (!UUID.test(uploadId)) throw new Error(`invalid upload id ${JSON.stringify(uploadId)}`);
     await unlink(join(this.tmpDir, uploadId)).catch((err: unknown) => {
       if (!missing(err)) throw new ObjectStoreError(`cannot remove temporary file ${uploadId}`, { cause: err });
     });
@@ -157,10 +179,11 @@ export class LocalObjectStore implements ObjectStore {
   async appendResumable(key: string, state: ResumableState, body: AsyncIterable<Buffer>, options: AppendOptions): Promise<AppendResult> {
     this.pathOf(key);
     const path = this.resumablePath(state);
+    this.refuseIfHung(path, key);
     await this.ensureTmpDir();
     let handle: FileHandle | undefined;
     try {
-      handle = await open(path, constants.O_WRONLY | constants.O_CREAT, 0o600);
+      handle = await this.openFile(path, constants.O_WRONLY | constants.O_CREAT, 0o600);
       const { size } = await handle.stat();
       if (size < options.offset) throw new Error(`the upload's file holds ${size} bytes, not ${options.offset}`);
       // Bytes past the offset are from an append whose state was never saved.
@@ -169,17 +192,36 @@ export class LocalObjectStore implements ObjectStore {
       await handle?.close().catch(() => undefined);
       throw storeError(err, key);
     }
+    let timedOut = false;
     try {
-      const { offset, interrupted } = await appendAt(handle, body, options.offset, (err) => storeError(err, key));
+      const { offset, interrupted } = await appendAt(handle, body, options.offset, (err) => storeError(err, key), this.bound);
       return { state, offset, interrupted };
+    } catch (err) {
+      timedOut = err instanceof StoreTimeoutError;
+      throw err;
     } finally {
-      await handle.close().catch(() => undefined);
+      const closed = handle.close().catch(() => undefined);
+      if (timedOut) {
+        // The write past its deadline may still be in the kernel, and the
+        // close waits for it: answer now, and keep the file from other
+        // appends until it returns.
+        this.hung.set(path, closed);
+        void closed.then(() => this.hung.delete(path));
+      } else {
+        await closed;
+      }
     }
+  }
+
+  /** Refuses (store_unavailable) to touch a file whose earlier write has not returned. */
+  private refuseIfHung(path: string, key: string): void {
+    if (this.hung.has(path)) throw storeError(new Error('an earlier write to this upload has not returned from the disk'), key);
   }
 
   async completeResumable(key: string, state: ResumableState, offset: number): Promise<void> {
     const target = this.pathOf(key);
     const path = this.resumablePath(state);
+    this.refuseIfHung(path, key);
     try {
       const size = await stat(path).then((s) => s.size, (err: unknown) => (missing(err) ? undefined : Promise.reject(err)));
       if (size === undefined) {
@@ -191,7 +233,7 @@ export class LocalObjectStore implements ObjectStore {
       } else if (size !== offset) {
         throw new Error(`the upload's file holds ${size} bytes, not ${offset}`);
       }
-      await mkdir(dirname(target), { recursive: true });
+      await mkdir(dirname(target), { recursive: true, mode: 0o700 });
       await rename(path, target);
     } catch (err) {
       throw storeError(err, key);
@@ -204,7 +246,7 @@ export class LocalObjectStore implements ObjectStore {
 
   private resumableName(state: ResumableState): string {
     const name = state.uploadId;
-    if (typeof name !== 'string' || !UPLOAD_ID.test(name)) throw new Error('not a local resumable state');
+    if (typeof name !== 'string' || !UUID.test(name)) throw new Error('not a local resumable state');
     return name;
   }
 
@@ -213,7 +255,7 @@ export class LocalObjectStore implements ObjectStore {
   }
 
   private async ensureTmpDir(): Promise<void> {
-    this.ready ??= mkdir(this.tmpDir, { recursive: true }).then(
+    this.ready ??= mkdir(this.tmpDir, { recursive: true, mode: 0o700 }).then(
       () => undefined,
       (err: unknown) => {
         this.ready = undefined; // retry on the next put
@@ -232,7 +274,7 @@ export class LocalObjectStore implements ObjectStore {
     await this.ensureTmpDir();
     const path = join(this.tmpDir, name);
     try {
-      return { path, handle: await open(path, 'wx') };
+      return { path, handle: await open(path, 'wx', 0o600) };
     } catch (err) {
       throw new ObjectStoreError('cannot create a temporary file', { cause: err });
     }

@@ -120,3 +120,17 @@ export class ObjectStoreError extends Error {
     this.name = 'ObjectStoreError';
   }
 }
+
+/**
+ * A store call that did not finish within its deadline (store-deadlines.ts):
+ * the store hangs. Like any store failure it answers 503 store_unavailable.
+ */
+export class StoreTimeoutError extends ObjectStoreError {
+  constructor(
+    readonly operation: string,
+    readonly ms: number,
+  ) {
+    super(`the object store did not answer ${operation} within ${ms} ms`);
+    this.name = 'StoreTimeoutError';
+  }
+}

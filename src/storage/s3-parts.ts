@@ -28,6 +28,11 @@ interface PartWriterOptions {
   partSize: number;
   /** Parts sent at once. */
   partsInFlight: number;
+  /**
+   * Where buffers beyond the writer's first come from. Absent: the writer
+   * makes its own, up to partsInFlight.
+   */
+  shared?: SharedPartBuffers;
   /** The multipart upload to add to; absent: one is created before the first part. */
   uploadId?: string;
   /** Number of the first part this writer sends (parts before it are already stored). */
@@ -91,12 +96,63 @@ export async function objectSize({ client, bucket }: S3Bucket, key: string): Pro
 }
 
 /**
+ * Part buffers beyond each upload's first, shared by the uploads of one
+ * store. An upload always has one buffer of its own, so it never waits on
+ * another; while a part of it is on its way it fills a second only when one
+ * is free here. Thirty-two uploads then hold 32 + count buffers instead of
+ * 32 x partsInFlight (the second buffer is what lets one upload read while
+ * it sends; with many at once the store is the bottleneck anyway).
+ *
+ * Buffers come back here when their part is sent and are reused; once none
+ * has been lent for idleMs they are dropped, so memory taken by a burst goes
+ * back after it.
+ */
+export class SharedPartBuffers {
+  private readonly free: Buffer[] = [];
+  private lent = 0;
+  private idle: NodeJS.Timeout | undefined;
+
+  constructor(
+    /** Bytes per buffer; writers with another part size make their own. */
+    readonly size: number,
+    /** Buffers at most, lent or free. */
+    readonly count: number,
+    private readonly idleMs = 10_000,
+  ) {}
+
+  /** A buffer of `size` bytes, or undefined when every one is lent (or `size` is not this pool's). */
+  take(size: number): Buffer | undefined {
+    if (size !== this.size || this.lent >= this.count) return undefined;
+    this.lent += 1;
+    clearTimeout(this.idle);
+    return this.free.pop() ?? Buffer.allocUnsafeSlow(this.size);
+  }
+
+  give(buffer: Buffer): void {
+    this.lent -= 1;
+    this.free.push(buffer);
+    if (this.lent === 0) {
+      clearTimeout(this.idle);
+      this.idle = setTimeout(() => void this.free.splice(0), this.idleMs).unref();
+    }
+  }
+
+  /** Buffers lent now (for tests and metrics). */
+  get inUse(): number {
+    return this.lent;
+  }
+}
+
+/**
  * Copies bytes into fixed part buffers, allocated once and reused, and sends
  * each full buffer as one part of a multipart upload. A new buffer is taken
  * only once fewer than partsInFlight parts are on their way, so a writer
  * holds at most partsInFlight buffers however much it writes (one being
- * filled while up to partsInFlight - 1 are sent). put() (s3-upload.ts) and
- * the resumable appends (s3-resumable.ts) both write through it.
+ * filled while up to partsInFlight - 1 are sent). With `shared`, only the
+ * first is its own and the others are lent by the pool while their part is
+ * sent. put() (s3-upload.ts) and the resumable appends (s3-resumable.ts)
+ * both write through it; both end with drain() or settle(), which give lent
+ * buffers back.
  */
 export class PartWriter {
   uploadId: string | undefined;
@@ -104,11 +160,16 @@ export class PartWriter {
   filled = 0;
   /** ETags of the parts this writer sent, in part order from firstPart. */
   readonly etags: string[] = [];
+  /** Buffers ready to be filled: the writer's own, or one lent to fill next. */
   private readonly spare: Buffer[] = [];
+  /** Buffers lent by options.shared, wherever they are now. */
+  private readonly lent = new Set<Buffer>();
   private current: Buffer | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private failure: unknown;
   private next: number;
+  /** filledBytes was read: the part being filled is no longer moved out of a lent buffer. */
+  private handedOut = false;
 
   constructor(private readonly options: PartWriterOptions) {
     this.uploadId = options.uploadId;
@@ -125,6 +186,8 @@ export class PartWriter {
 
   /** The bytes of the part being filled. */
   get filledBytes(): Buffer {
+    // Its caller sends these bytes: the buffer must stay where it is until drain() or settle().
+    this.handedOut = true;
     return this.current ? this.current.subarray(0, this.filled) : Buffer.alloc(0);
   }
 
@@ -141,7 +204,7 @@ export class PartWriter {
 
   /** Sends what the buffer holds as the next part (the upload's last may be short). */
   async sendFilled(): Promise<void> {
-    const { client, bucket, key, partsInFlight } = this.options;
+    const { client, bucket, key } = this.options;
     if (this.failure) throw this.failure;
     if (!this.uploadId) {
       this.uploadId = await client
@@ -158,27 +221,78 @@ export class PartWriter {
       .send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: this.uploadId, PartNumber, Body: buffer.subarray(0, length), ContentLength: length }))
       .then((res) => {
         this.etags[index] = res.ETag!;
-        this.spare.push(buffer); // only now may the buffer be filled again
       }, storeError(`uploading part ${PartNumber}`))
       .catch((err: unknown) => void (this.failure ??= err))
-      .finally(() => this.inFlight.delete(sending));
+      // Only now may the buffer be filled again (or lent to another writer).
+      .finally(() => {
+        this.inFlight.delete(sending);
+        this.sent(buffer);
+      });
     this.inFlight.add(sending);
     this.filled = 0;
-    // Only once fewer than partsInFlight parts are on their way does the
-    // next write take a buffer: one sent and returned is reused rather than
-    // a new one made.
-    while (this.inFlight.size >= partsInFlight && !this.failure) await Promise.race(this.inFlight);
+    while (!this.failure && !this.nextBufferReady()) await Promise.race(this.inFlight);
     if (this.failure) throw this.failure;
   }
 
-  /** Waits for every part on its way; rejects with the first failure. */
+  /** Waits for every part on its way; rejects with the first failure. Gives lent buffers back. */
   async drain(): Promise<void> {
     await Promise.all(this.inFlight);
+    this.giveAllBack();
     if (this.failure) throw this.failure;
   }
 
-  /** Waits for parts on their way, ignoring failures (before giving up on the upload). */
+  /** Waits for parts on their way, ignoring failures (before giving up on the upload). Gives lent buffers back. */
   async settle(): Promise<void> {
     await Promise.allSettled(this.inFlight);
+    this.giveAllBack();
+  }
+
+  /**
+   * Whether the next write may take a buffer: fewer than partsInFlight parts
+   * are on their way, and a buffer is free (without a pool, one may be made).
+   */
+  private nextBufferReady(): boolean {
+    const { shared, partSize, partsInFlight } = this.options;
+    if (this.inFlight.size >= partsInFlight) return false;
+    if (this.spare.length > 0 || !shared) return true;
+    const buffer = shared.take(partSize);
+    if (!buffer) return false;
+    this.lent.add(buffer);
+    this.spare.push(buffer);
+    return true;
+  }
+
+  private sent(buffer: Buffer): void {
+    if (this.lent.has(buffer)) return this.giveBack(buffer);
+    // The writer's own buffer is back, so no lent one is needed: one waiting
+    // to be filled goes back, and so does the one being filled, its bytes
+    // moved into the own buffer. A lent buffer is thus held only while a
+    // part of this upload is on its way (which has a deadline), never for as
+    // long as a stalled or trickling client takes to fill it.
+    for (const waiting of this.spare.filter((b) => this.lent.has(b))) this.giveBack(waiting);
+    const filling = this.current;
+    if (filling && this.lent.has(filling) && !this.handedOut) {
+      filling.copy(buffer, 0, 0, this.filled);
+      this.current = buffer;
+      this.lent.delete(filling);
+      this.options.shared!.give(filling);
+      return;
+    }
+    this.spare.push(buffer);
+  }
+
+  private giveBack(buffer: Buffer): void {
+    const at = this.spare.indexOf(buffer);
+    if (at >= 0) this.spare.splice(at, 1);
+    if (this.current === buffer) {
+      this.current = undefined;
+      this.filled = 0;
+    }
+    this.lent.delete(buffer);
+    this.options.shared!.give(buffer);
+  }
+
+  private giveAllBack(): void {
+    for (const buffer of [...this.lent]) this.giveBack(buffer);
   }
 }

@@ -6,9 +6,11 @@
 // between requests. Part ETags live in the state (in our database), since
 // not every S3 implementation has ListParts (s3rver has not).
 import { GetObjectCommand } from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
 import { ObjectStoreError } from './object-store.js';
+import { DEFAULT_DEADLINES, idleBounded } from './store-deadlines.js';
 import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
-import { abortParts, completeParts, deleteObject, isMissing, objectSize, PartWriter, putObject, storeError, type S3Bucket } from './s3-parts.js';
+import { abortParts, completeParts, deleteObject, isMissing, objectSize, PartWriter, putObject, storeError, type S3Bucket, type SharedPartBuffers } from './s3-parts.js';
 
 /** The S3 store's ResumableState. */
 interface S3Resumable {
@@ -28,14 +30,17 @@ interface S3Resumable {
 
 export interface S3ResumableContext extends S3Bucket {
   partsInFlight: number;
+  shared?: SharedPartBuffers;
+  /** Milliseconds a read of a tail may wait for its next bytes. */
+  readIdleMs?: number;
 }
 
 const tailKey = (key: string, slot: 0 | 1) => `${key}.tail${slot}`;
 
 function parse(state: ResumableState): S3Resumable {
-  const s = state as unknown as S3Resumable;
-  if (typeof s.partSize !== 'number' || !Array.isArray(s.etags)) throw new Error('not an S3 resumable state');
-  return s;
+  const parsed = state as unknown as S3Resumable;
+  if (typeof parsed.partSize !== 'number' || !Array.isArray(parsed.etags)) throw new Error('not an S3 resumable state');
+  return parsed;
 }
 
 /** Reads a whole small object into `into`; returns its length. */
@@ -43,7 +48,7 @@ async function readInto(ctx: S3ResumableContext, key: string, into: Buffer): Pro
   const res = await ctx.client.send(new GetObjectCommand({ Bucket: ctx.bucket, Key: key })).catch(storeError('reading the tail of an upload'));
   let length = 0;
   try {
-    for await (const chunk of res.Body as AsyncIterable<Buffer>) {
+    for await (const chunk of idleBounded(res.Body as Readable, 'get_object', ctx.readIdleMs ?? DEFAULT_DEADLINES.readIdleMs)) {
       if (length + chunk.length > into.length) throw new ObjectStoreError(`the tail ${key} is larger than a part`);
       length += chunk.copy(into, length);
     }
@@ -67,29 +72,29 @@ export async function appendS3Resumable(
   body: AsyncIterable<Buffer>,
   options: AppendOptions,
 ): Promise<AppendResult> {
-  const s = parse(state);
-  const stored = s.etags.length * s.partSize + (s.tail?.size ?? 0);
+  const s3State = parse(state);
+  const stored = s3State.etags.length * s3State.partSize + (s3State.tail?.size ?? 0);
   if (stored !== options.offset) throw new Error(`resumable state holds ${stored} bytes, not the offset ${options.offset}`);
   let saved = false;
   const writer = new PartWriter({
     ...ctx,
     key,
-    partSize: s.partSize,
-    uploadId: s.uploadId,
-    firstPart: s.etags.length + 1,
+    partSize: s3State.partSize,
+    uploadId: s3State.uploadId,
+    firstPart: s3State.etags.length + 1,
     onCreated: async (uploadId) => {
-      await options.onState?.({ ...s, uploadId } as unknown as ResumableState);
+      await options.onState?.({ ...s3State, uploadId } as unknown as ResumableState);
       saved = true;
     },
   });
   // The tail goes first into the first part, read when there is something
   // to put after it, or when the upload ends here and it is the last part.
-  let tailRead = !s.tail;
+  let tailRead = !s3State.tail;
   const readTail = async () => {
     if (tailRead) return;
     tailRead = true;
-    writer.filled = await readInto(ctx, tailKey(key, s.tail!.slot), writer.buffer);
-    if (writer.filled !== s.tail!.size) throw new ObjectStoreError(`the tail of ${key} has ${writer.filled} bytes, not ${s.tail!.size}`);
+    writer.filled = await readInto(ctx, tailKey(key, s3State.tail!.slot), writer.buffer);
+    if (writer.filled !== s3State.tail!.size) throw new ObjectStoreError(`the tail of ${key} has ${writer.filled} bytes, not ${s3State.tail!.size}`);
   };
   let received = 0;
   let interrupted: unknown;
@@ -109,24 +114,24 @@ export async function appendS3Resumable(
     // The end of the upload: what is left is its last part, which may be short.
     const last = offset === options.length && writer.uploadId !== undefined;
     // Nothing came and nothing ends: the saved state stands as it is.
-    if (received === 0 && !(last && s.tail)) return { state, offset, interrupted };
+    if (received === 0 && !(last && s3State.tail)) return { state, offset, interrupted };
     await readTail();
     let tail: S3Resumable['tail'];
     if (last) {
       if (writer.filled > 0) await writer.sendFilled();
     } else if (writer.filled > 0) {
-      const slot = s.tail?.slot === 0 ? 1 : 0;
+      const slot = s3State.tail?.slot === 0 ? 1 : 0;
       await putObject(ctx, tailKey(key, slot), writer.filledBytes, 'storing the tail of an upload');
       tail = { slot, size: writer.filled };
     }
     await writer.drain();
-    const next: S3Resumable = { partSize: s.partSize, uploadId: writer.uploadId, etags: [...s.etags, ...writer.etags], tail };
+    const next: S3Resumable = { partSize: s3State.partSize, uploadId: writer.uploadId, etags: [...s3State.etags, ...writer.etags], tail };
     return { state: next as unknown as ResumableState, offset, interrupted };
   } catch (err) {
     await writer.settle();
     // A multipart upload this append created whose id never reached the
     // saved state: nothing else knows it, so it goes now.
-    if (writer.uploadId && !s.uploadId && !saved) {
+    if (writer.uploadId && !s3State.uploadId && !saved) {
       await abortParts(ctx, key, writer.uploadId).catch(() => {});
     }
     throw err;
@@ -134,12 +139,12 @@ export async function appendS3Resumable(
 }
 
 export async function completeS3Resumable(ctx: S3ResumableContext, key: string, state: ResumableState, offset: number): Promise<void> {
-  const s = parse(state);
+  const s3State = parse(state);
   const done = async () => (await objectSize(ctx, key).catch(() => undefined)) === offset;
-  if (s.uploadId) {
-    if (s.tail) throw new Error('completing an upload whose last part was never sent');
+  if (s3State.uploadId) {
+    if (s3State.tail) throw new Error('completing an upload whose last part was never sent');
     try {
-      await completeParts(ctx, key, s.uploadId, s.etags);
+      await completeParts(ctx, key, s3State.uploadId, s3State.etags);
     } catch (err) {
       // Completed before (a retry after the answer was lost): the upload is
       // gone (NoSuchUpload; s3rver answers InternalError) and the object is there.
@@ -147,10 +152,10 @@ export async function completeS3Resumable(ctx: S3ResumableContext, key: string, 
     }
   } else {
     // Smaller than one part: the object is the tail, copied through memory (at most one part).
-    const body = Buffer.allocUnsafeSlow(s.tail?.size ?? 0);
+    const body = Buffer.allocUnsafeSlow(s3State.tail?.size ?? 0);
     let length = 0;
     try {
-      if (s.tail) length = await readInto(ctx, tailKey(key, s.tail.slot), body);
+      if (s3State.tail) length = await readInto(ctx, tailKey(key, s3State.tail.slot), body);
     } catch (err) {
       if (!(isMissing((err as Error).cause) && (await done()))) throw err;
       length = -1;
@@ -164,8 +169,8 @@ export async function completeS3Resumable(ctx: S3ResumableContext, key: string, 
 }
 
 export async function discardS3Resumable(ctx: S3ResumableContext, key: string, state: ResumableState): Promise<void> {
-  const s = parse(state);
-  if (s.uploadId) await abortParts(ctx, key, s.uploadId);
+  const s3State = parse(state);
+  if (s3State.uploadId) await abortParts(ctx, key, s3State.uploadId);
   await deleteTails(ctx, key);
   await deleteObject(ctx, key);
 }

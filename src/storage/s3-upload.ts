@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { ObjectTooLargeError } from './object-store.js';
-import { abortParts, completeParts, PartWriter, putObject } from './s3-parts.js';
+import { abortParts, completeParts, PartWriter, putObject, type SharedPartBuffers } from './s3-parts.js';
 
 const MiB = 1024 * 1024;
 
@@ -26,6 +26,8 @@ export interface StreamUploadOptions {
   partSize: number;
   /** Parts sent at once. */
   partsInFlight: number;
+  /** Where buffers beyond the upload's first come from (PartWriter). */
+  shared?: SharedPartBuffers;
   /** Called with the multipart upload's id once S3 has created it; awaited before the first part. */
   onMultipartStart?: (uploadId: string) => void | Promise<void>;
 }
@@ -56,7 +58,7 @@ export async function uploadStream(options: StreamUploadOptions): Promise<{ size
   let size = 0;
   try {
     if (!(partSize >= 1 && partSize <= S3_LIMITS.maxPartSize)) throw new RangeError(`part size ${partSize} is outside 1..${S3_LIMITS.maxPartSize}`);
-    writer = new PartWriter({ client, bucket, key, partSize, partsInFlight, firstPart: 1, onCreated: async (id) => options.onMultipartStart?.(id) });
+    writer = new PartWriter({ client, bucket, key, partSize, partsInFlight, shared: options.shared, firstPart: 1, onCreated: async (id) => options.onMultipartStart?.(id) });
     for await (const chunk of body as AsyncIterable<Buffer>) {
       if (size + chunk.length > maxSize) throw new ObjectTooLargeError(maxSize);
       await writer.write(chunk);

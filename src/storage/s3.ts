@@ -1,11 +1,12 @@
-import { pipeline, Transform, type Readable } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { StartupError } from '../startup-error.js';
 import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectStore, type OpenUpload, type PutOptions } from './object-store.js';
 import { describeS3Error } from './s3-errors.js';
+import { DeadlineHttpHandler } from './s3-handler.js';
+import { DEFAULT_DEADLINES, idleBounded, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
 import { ensureUploadExpiry, type UploadExpiry } from './s3-lifecycle.js';
-import { abortParts, deleteObject, isMissing, objectSize } from './s3-parts.js';
+import { abortParts, deleteObject, isMissing, objectSize, SharedPartBuffers } from './s3-parts.js';
 import { S3_LIMITS, uploadStream } from './s3-upload.js';
 import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
 import { appendS3Resumable, completeS3Resumable, discardS3Resumable, startS3Resumable, type S3ResumableContext } from './s3-resumable.js';
@@ -21,10 +22,25 @@ export interface S3StoreOptions {
   forcePathStyle: boolean;
   /** Smallest part of a multipart upload, in bytes (5 MiB to 5 GiB, S3's limits). Larger files get larger parts. */
   partSize: number;
-  /** Parts uploaded at once per upload; each upload holds at most this many part buffers. */
+  /** Parts uploaded at once per upload, at most. */
   partsInFlight: number;
+  /**
+   * Part buffers beyond each upload's first, shared by all uploads
+   * (SharedPartBuffers, s3-parts.ts). Absent: every upload makes its own,
+   * up to partsInFlight.
+   */
+  sharedPartBuffers?: number;
   /** Days after which the bucket's lifecycle rule aborts incomplete uploads (ensureUploadExpiry); 0 sets no rule. */
   abortIncompleteDays?: number;
+  /** Deadlines of its calls (store-deadlines.ts); DEFAULT_DEADLINES when absent. */
+  deadlines?: StoreDeadlines;
+}
+
+/** What the store reports to the server: every call's outcome, and the SDK's own warnings. */
+export interface S3StoreHooks {
+  observe?: StoreCallObserver;
+  /** Where the SDK's warnings and errors go (the server's JSON log); without it they are dropped, never written to stderr. */
+  log?: { warn(msg: unknown): void; error(msg: unknown): void };
 }
 
 /** Commands whose bodies are signed without hashing them (see the constructor). */
@@ -51,8 +67,21 @@ export class S3ObjectStore implements ObjectStore {
   readonly client: S3Client;
   readonly bucket: string;
 
-  constructor(private readonly options: S3StoreOptions) {
+  private readonly deadlines: StoreDeadlines;
+  /** Part buffers beyond each upload's first, lent to whichever upload is sending. */
+  private readonly sharedBuffers: SharedPartBuffers | undefined;
+
+  constructor(
+    private readonly options: S3StoreOptions,
+    private readonly hooks: S3StoreHooks = {},
+  ) {
     this.bucket = options.bucket;
+    this.deadlines = options.deadlines ?? DEFAULT_DEADLINES;
+    if (options.sharedPartBuffers !== undefined) this.sharedBuffers = new SharedPartBuffers(options.partSize, options.sharedPartBuffers);
+    // The SDK logs each call's input and output at info and its warnings to
+    // the console when given no logger: keep only warnings and errors, in our log.
+    const quiet = () => {};
+    const logger = { trace: quiet, debug: quiet, info: quiet, warn: (msg: unknown) => hooks.log?.warn(msg), error: (msg: unknown) => hooks.log?.error(msg) };
     this.client = new S3Client({
       endpoint: options.endpoint,
       region: options.region,
@@ -63,7 +92,8 @@ export class S3ObjectStore implements ObjectStore {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: 3,
-      requestHandler: new NodeHttpHandler({ connectionTimeout: 5_000, requestTimeout: 60_000 }),
+      logger,
+      requestHandler: new DeadlineHttpHandler({ connectionTimeout: 5_000, logger }, this.deadlines, hooks.observe, options.partSize),
     });
     // Parts (and small objects) go out from buffers, which the SDK hashes
     // whole for the SigV4 signature: a second SHA-256 of every uploaded byte
@@ -131,6 +161,7 @@ export class S3ObjectStore implements ObjectStore {
       body,
       partSize: this.partSizeFor(options.maxSize),
       partsInFlight: this.options.partsInFlight,
+      shared: this.sharedBuffers,
       onMultipartStart: options.onStarted,
     });
   }
@@ -173,7 +204,7 @@ export class S3ObjectStore implements ObjectStore {
       const res = await this.client.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
       );
-      const body = res.Body as Readable;
+      const body = Readable.from(idleBounded(res.Body as Readable, 'get_object', this.deadlines.readIdleMs, this.hooks.observe), { objectMode: false });
       if (!range) return body;
       // A server may send more than asked (HTTP lets it ignore Range; s3rver
       // answers bytes=0-0 with the whole object): cut the range out ourselves.
@@ -200,7 +231,7 @@ export class S3ObjectStore implements ObjectStore {
   // Resumable uploads: see s3-resumable.ts.
 
   private get resumable(): S3ResumableContext {
-    return { client: this.client, bucket: this.bucket, partsInFlight: this.options.partsInFlight };
+    return { client: this.client, bucket: this.bucket, partsInFlight: this.options.partsInFlight, shared: this.sharedBuffers, readIdleMs: this.deadlines.readIdleMs };
   }
 
   async startResumable(_key: string, options: { maxSize: number }): Promise<ResumableState> {

@@ -3,7 +3,7 @@ import { CallerCache } from '../../src/accounts/caller-cache.js';
 import { applyCallerChange } from '../../src/accounts/caller-changes.js';
 import type { Caller } from '../../src/accounts/service.js';
 
-const plan = (name: string) => ({ name, apiAccess: true, requestsPerMinute: 50, requestsPerDay: 5000, maxFileSize: 10, dailyUploads: 5 });
+const plan = (name: string) => ({ name, apiAccess: true, requestsPerMinute: 50, requestsPerDay: 5000, maxFileSize: 10, dailyUploads: 5, concurrentUploads: null, maxTotalSize: null, maxExpiresIn: null });
 const caller = (accountId: number, planName = 'pro'): Caller => ({ accountId, plan: plan(planName) });
 
 describe('CallerCache', () => {

@@ -42,7 +42,9 @@ async function storeErrors(t: TestServer): Promise<number> {
 
 /** The failure is logged once, with the request id, and the request line says 503 rather than 499 (the client did not leave). */
 async function expectLoggedOnce(log: CapturedLog, requestId: string) {
-  await sleep(300);
+  // The request line is written when the response closes, after the failure that cut it was logged.
+  const deadline = Date.now() + 10_000;
+  while (!log.requests().some((l) => l.req_id === requestId) && Date.now() < deadline) await sleep(20);
   const lines = log.lines.filter((l) => l.req_id === requestId);
   const failures = lines.filter((l) => l.msg !== 'request');
   expect(failures.map((l) => [l.level, l.msg, l.route])).to.deep.equal([[40, 'response cut: it failed after its headers were sent', '/download/:token']]);

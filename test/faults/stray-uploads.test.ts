@@ -18,6 +18,8 @@ import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js'
 
 const MiB = 1024 * 1024;
 const HOUR = 3600 * 1000;
+/** The uploads' heartbeat here (a minute in service): well inside the 2 s grace the tests sweep with. */
+const HEARTBEAT_MS = 300;
 
 interface Setup {
   t: TestServer;
@@ -29,7 +31,7 @@ interface Setup {
 
 const setups: Record<string, () => Promise<Setup>> = {
   async local() {
-    const t = await startTestServer('pglite', { GC_INTERVAL: '0', SHUTDOWN_TIMEOUT: '1' });
+    const t = await startTestServer('pglite', { GC_INTERVAL: '0', SHUTDOWN_TIMEOUT: '1' }, undefined, { uploadHeartbeatMs: HEARTBEAT_MS });
     const store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
     return {
       t,
@@ -49,7 +51,9 @@ const setups: Record<string, () => Promise<Setup>> = {
   async s3() {
     const s3: TestS3 = await startTestS3();
     const bucket = s3.bucket('strays');
-    const t = await startTestServer('pglite', { ...s3.env(bucket), S3_PART_SIZE: String(5 * MiB), GC_INTERVAL: '0', SHUTDOWN_TIMEOUT: '1' });
+    const t = await startTestServer('pglite', { ...s3.env(bucket), S3_PART_SIZE: String(5 * MiB), GC_INTERVAL: '0', SHUTDOWN_TIMEOUT: '1' }, undefined, {
+      uploadHeartbeatMs: HEARTBEAT_MS,
+    });
     const store = new S3ObjectStore(s3.storeOptions(bucket));
     return {
       t,
@@ -103,9 +107,13 @@ for (const [name, setup] of Object.entries(setups)) {
       const { req, outcome } = startRawUpload(s.t.server.url, apiKey, 'live.bin');
       await writeBytes(req, 6 * MiB);
       expect(await eventually(openIds, (ids) => ids.length === 1)).to.have.length(1);
+      const record = () => s.t.server.db.prisma.pendingObject.findFirstOrThrow({ where: { reason: 'upload' } });
+      const { createdAt } = await record();
+      // Older than the grace period the sweep is given below; the client sends nothing meanwhile.
       await sleep(2100);
-      // The upload's heartbeat (every minute while it streams) keeps its record fresh.
-      await s.t.server.db.prisma.pendingObject.updateMany({ where: { reason: 'upload' }, data: { touchedAt: new Date() } });
+      // Only the upload's own heartbeat can have made its record fresh.
+      expect(Date.now() - (await record()).touchedAt.getTime()).to.be.below(1000 + HEARTBEAT_MS);
+      expect(Date.now() - createdAt.getTime()).to.be.at.least(2100);
       expect(await s.t.admin('POST', '/admin/gc', { grace_seconds: 2 })).to.deep.include({ uploads: 0, strays: 0, failed: 0 });
       req.end(`\r\n--${BOUNDARY}--\r\n`);
       const res = await outcome;

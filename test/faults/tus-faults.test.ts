@@ -100,7 +100,7 @@ for (const store of ['local', 's3'] as const) {
           });
         beforeEach(async () => {
           const { accountId } = await t.account();
-          caller = { accountId, plan: { name: 'test', apiAccess: true, requestsPerMinute: 1000, requestsPerDay: 1000, maxFileSize: 64 * MiB, dailyUploads: 100 } };
+          caller = { accountId, plan: { name: 'test', apiAccess: true, requestsPerMinute: 1000, requestsPerDay: 1000, maxFileSize: 64 * MiB, dailyUploads: 100, concurrentUploads: null, maxTotalSize: null, maxExpiresIn: null } };
         });
 
         it('when a PATCH loses its lease to another request (it stalled past it), then it stops with 409 upload_busy, saves nothing and leaves the other lease alone (local store)', async () => {

@@ -3,6 +3,7 @@
 // server in a database of its own, dropped afterwards.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { notRun } from './not-run.js';
 
 export type Backend = 'pglite' | 'postgresql';
 
@@ -10,7 +11,7 @@ const serverUrl = process.env.TEST_DATABASE_URL;
 
 if (!serverUrl) {
   if (process.env.CI) throw new Error('CI must set TEST_DATABASE_URL: the PostgreSQL half of the suite has to run there');
-  console.warn('\n  NOTE: TEST_DATABASE_URL is not set: the PostgreSQL half of the HTTP suites did NOT run.\n');
+  notRun('TEST_DATABASE_URL is not set: the PostgreSQL half of the HTTP suites', 'TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test npm test (see docs/development.md)');
 }
 
 export const backends: Backend[] = serverUrl ? ['pglite', 'postgresql'] : ['pglite'];

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
 import { createTestDatabase, type Backend } from './databases.js';
 
 export const PUBLIC_URL = 'http://files.test';
@@ -55,7 +55,7 @@ async function adminCall(server: RunningServer, method: string, path: string, bo
 /** A plan without practical request limits, so tests that are not about limits never meet them. */
 export const ROOMY_PLAN = 'roomy';
 
-export async function startTestServer(backend: Backend, env: Record<string, string> = {}, logger?: Logger): Promise<TestServer> {
+export async function startTestServer(backend: Backend, env: Record<string, string> = {}, logger?: Logger, options?: ServerOptions): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-test-'));
   // A given DATABASE_URL is shared (two instances, one database); otherwise each server gets its own.
   const database = backend === 'postgresql' && !env.DATABASE_URL ? await createTestDatabase() : undefined;
@@ -72,7 +72,7 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...env,
   });
-  const server = await startServer(config, logger);
+  const server = await startServer(config, logger, options);
   await adminCall(server, 'PUT', '/admin/plans/roomy', {
     api_access: true,
     requests_per_minute: 1_000_000,

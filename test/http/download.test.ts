@@ -3,36 +3,45 @@ import { request } from 'node:http';
 import { expect } from 'chai';
 import { backends } from '../helpers/databases.js';
 import { call, uploadFile } from '../helpers/client.js';
-import type { TestServer } from '../helpers/server.js';
-import { sharedServer } from '../helpers/shared.js';
+import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
 for (const backend of backends) {
   describe(`public downloads (${backend})`, () => {
     let t: TestServer;
+    // Its own server, for the request log: a request's line is its last act,
+    // so "nothing was counted" is checked once the line is there, not after a sleep.
+    let log: CapturedLog;
     let key: string;
     const content = randomBytes(300_000);
     let file: { file_id: number; public_link: string };
 
     before(async () => {
-      t = await sharedServer(backend);
+      log = captureLog('info');
+      t = await startTestServer(backend, {}, log.logger);
       ({ apiKey: key } = await t.account());
       file = (await uploadFile(t.server.url, key, 'naïve "report".pdf', content)).body;
     });
+    after(async () => {
+      await t?.close();
+    });
+    const DOWNLOAD = '/download/:token';
 
     const downloadCount = async () =>
       (await call(t.url(`/api/v1/files/${file.file_id}`), { key })).body.file.download_count as number;
 
     /** The count once it has settled: it is recorded just after the last byte leaves the server. */
-    async function settledCount(expected: number): Promise<number> {
-      let count = await downloadCount();
-      for (let i = 0; i < 50 && count !== expected; i++) {
+    async function settledCountOf(read: () => Promise<number>, expected: number): Promise<number> {
+      let count = await read();
+      for (let i = 0; i < 100 && count !== expected; i++) {
         await new Promise((r) => setTimeout(r, 20));
-        count = await downloadCount();
+        count = await read();
       }
       return count;
     }
+    const settledCount = (expected: number) => settledCountOf(downloadCount, expected);
 
     it('when the link is fetched, then the bytes come back with attachment headers, nosniff, length and ETag', async () => {
       const res = await fetch(t.url(file.public_link));
@@ -77,23 +86,31 @@ for (const backend of backends) {
       expect(await settledCount(before + 10)).to.equal(before + 10);
     });
 
-    it('when the client hangs up mid-download, then it is not counted', async () => {
+    it('when the client hangs up mid-download, then it is not counted; a whole download of the same file is', async () => {
       const big = randomBytes(8 * 1024 * 1024);
       const up = await uploadFile(t.server.url, key, 'big.bin', big);
-      await new Promise<void>((resolve, reject) => {
+      const count = async () => (await call(t.url(`/api/v1/files/${up.body.file_id}`), { key })).body.file.download_count as number;
+      const mark = log.requests().length;
+      const started = await new Promise<{ status: number; received: number }>((resolve, reject) => {
         const req = request(t.url(up.body.public_link), (res) => {
-          res.once('data', () => {
+          res.once('data', (chunk: Buffer) => {
             req.destroy();
-            resolve();
+            resolve({ status: res.statusCode!, received: chunk.length });
           });
         });
-        req.on('error', () => {});
         req.on('error', reject);
         req.end();
-      }).catch(() => {});
-      await new Promise((r) => setTimeout(r, 200));
-      const info = await call(t.url(`/api/v1/files/${up.body.file_id}`), { key });
-      expect(info.body.file.download_count).to.equal(0);
+      });
+      // The download really started, and was cut before its end.
+      expect(started.status).to.equal(200);
+      expect(started.received).to.be.within(1, big.length - 1);
+      expect((await log.requestsAfter(mark, DOWNLOAD)).map((l) => l.status)).to.deep.equal([499]);
+      expect(await count()).to.equal(0);
+
+      const whole = await fetch(t.url(up.body.public_link));
+      expect(sha(Buffer.from(await whole.arrayBuffer()))).to.equal(sha(big));
+      expect((await log.requestsAfter(mark, DOWNLOAD, 2)).map((l) => l.status)).to.deep.equal([499, 200]);
+      expect(await settledCountOf(count, 1)).to.equal(1);
     });
 
     it('when a single range is asked for, then 206 with exactly those bytes and Content-Range', async () => {
@@ -142,6 +159,7 @@ for (const backend of backends) {
 
     it('when If-None-Match carries the ETag, then 304 and no count', async () => {
       const before = await downloadCount();
+      const mark = log.requests().length;
       const etag = `"${sha(content)}"`;
       // Not fetch: it adds Cache-Control: no-cache to conditional requests, which rightly disables 304.
       const status = await new Promise<number>((resolve, reject) => {
@@ -153,7 +171,7 @@ for (const backend of backends) {
           .end();
       });
       expect(status).to.equal(304);
-      await new Promise((r) => setTimeout(r, 100));
+      expect((await log.requestsAfter(mark, DOWNLOAD)).map((l) => l.status)).to.deep.equal([304]);
       expect(await downloadCount()).to.equal(before);
     });
 

@@ -4,7 +4,8 @@ import { call, uploadFile } from '../helpers/client.js';
 import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
 import { sharedServer } from '../helpers/shared.js';
 
-const FILE_FIELDS = ['download_count', 'file_id', 'filename', 'public_link', 'size', 'upload_date'];
+// The spec's six fields and expires_at (issue 23: null unless the upload asked for an expiry).
+const FILE_FIELDS = ['download_count', 'expires_at', 'file_id', 'filename', 'public_link', 'size', 'upload_date'];
 
 for (const backend of backends) {
   describe(`files: list, info, delete (${backend})`, () => {
@@ -31,7 +32,7 @@ for (const backend of backends) {
         expect(res.body.files.map((f: { file_id: number }) => f.file_id)).to.deep.equal(ids.slice().reverse().slice(0, 20));
       });
 
-      it('when listed, then each item carries the six file fields', async () => {
+      it('when listed, then each item carries the six file fields and expires_at', async () => {
         const res = await list('?limit=1');
         const [item] = res.body.files;
         expect(Object.keys(item).sort()).to.deep.equal(FILE_FIELDS);
@@ -84,7 +85,7 @@ for (const backend of backends) {
     });
 
     describe('GET /files/{file_id}', () => {
-      it('when the file exists, then all six fields come back in `file`', async () => {
+      it('when the file exists, then all six fields and expires_at come back in `file`', async () => {
         const { apiKey } = await t.account();
         const up = await uploadFile(t.server.url, apiKey, 'info.txt', 'hello');
         const res = await call(t.url(`/api/v1/files/${up.body.file_id}`), { key: apiKey });
@@ -161,7 +162,7 @@ for (const backend of backends) {
         expect(empty.body).to.deep.equal({
           success: true,
           stats: { total_files: 0, total_size: 0 },
-          limits: { max_file_size: 10737418240, daily_uploads: 1000 },
+          limits: { max_file_size: 10737418240, daily_uploads: 1000, concurrent_uploads: 8, max_total_size: null, max_expires_in: null },
           plan: 'business',
         });
         const a = await uploadFile(t.server.url, apiKey, 'a.txt', 'a'.repeat(100));
@@ -174,7 +175,8 @@ for (const backend of backends) {
       it('when the account is on pro, then the example limits of the spec come back', async () => {
         const { apiKey } = await t.account('pro');
         const res = await call(t.url('/api/v1/stats'), { key: apiKey });
-        expect(res.body.limits).to.deep.equal({ max_file_size: 5368709120, daily_uploads: 500 });
+        // The spec's two limits with its example values, plus the plan's cap on concurrent uploads, storage and retention (none seeded).
+        expect(res.body.limits).to.deep.equal({ max_file_size: 5368709120, daily_uploads: 500, concurrent_uploads: 4, max_total_size: null, max_expires_in: null });
         expect(res.body.plan).to.equal('pro');
       });
     });

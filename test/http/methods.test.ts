@@ -34,9 +34,12 @@ for (const backend of backends) {
     });
 
     for (const method of UNROUTED) {
-      it(`when ${method} reaches either listener, then 501 not_implemented in the JSON error shape`, async () => {
-        for (const url of [t.url('/api/v1/files'), t.url('/download/AAAAAAAAAAAAAAAAAAAAAA'), t.url('/nowhere'), `${t.server.adminUrl}/admin/plans`]) {
-          const res = await send(url, method);
+      it(`when ${method} reaches either listener, then 501 not_implemented in the JSON error shape (the admin listener once the token is right, 401 before)`, async () => {
+        const admin = `${t.server.adminUrl}/admin/plans`;
+        const anonymous = await send(admin, method);
+        expect(anonymous.status, `${method} ${admin} without the admin token`).to.equal(401);
+        for (const url of [t.url('/api/v1/files'), t.url('/download/AAAAAAAAAAAAAAAAAAAAAA'), t.url('/nowhere'), admin]) {
+          const res = await send(url, method, url === admin ? { Authorization: `Bearer ${t.server.adminToken}` } : {});
           expect(res.status, `${method} ${url}`).to.equal(501);
           expect(res.headers['content-type']).to.equal('application/json; charset=utf-8');
           expect(JSON.parse(res.body)).to.deep.equal({ success: false, error: { code: 'not_implemented', message: `The method ${method} is not supported` } });

@@ -111,8 +111,9 @@ describe('OpenAPI document', () => {
     const api = operations().filter(({ path }) => !PUBLIC_PATHS.includes(path));
     expect(api.map(({ path, method }) => `${method} ${path}`).sort()).to.deep.equal(
       [
-        'delete /files/{file_id}', 'delete /uploads/{upload_id}', 'get /files', 'get /files/{file_id}', 'get /stats', 'get /uploads/{upload_id}',
-        'head /uploads/{upload_id}', 'options /uploads', 'patch /uploads/{upload_id}', 'post /files/upload', 'post /uploads',
+        'delete /files/{file_id}', 'delete /files/{file_id}/links/{link_id}', 'delete /uploads/{upload_id}', 'get /files', 'get /files/{file_id}',
+        'get /files/{file_id}/links', 'get /stats', 'get /uploads/{upload_id}', 'head /uploads/{upload_id}', 'options /uploads', 'patch /uploads/{upload_id}',
+        'post /files/upload', 'post /files/{file_id}/links', 'post /uploads',
       ],
     );
     for (const { path, method, op } of api) {
@@ -121,12 +122,13 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('when a public operation is documented, then it needs no key and has no 401', () => {
+  it('when a public operation is documented, then it needs no key, and only a download has a 401 (a link\'s password, Basic)', () => {
     const open = operations().filter(({ path }) => PUBLIC_PATHS.includes(path));
     expect(open).to.have.length(6);
     for (const { path, method, op } of open) {
       expect(op.security, `${method} ${path}`).to.deep.equal([]);
-      expect(op.responses, `${method} ${path}`).to.not.have.property('401');
+      if (path !== '/download/{token}') expect(op.responses, `${method} ${path}`).to.not.have.property('401');
+      else expect(JSON.stringify(op.responses['401']), `${method} ${path}`).to.include('BasicChallenge').and.not.include('missing_api_key');
     }
   });
 
@@ -167,9 +169,9 @@ describe('OpenAPI document', () => {
     expect(checked).to.be.greaterThan(25);
   });
 
-  it('when the upload documents its errors, then 400, 403 and 503 are there and 413 is not', () => {
+  it('when the upload documents its errors, then 400, 403, 408 and 503 are there and 413 is not', () => {
     const responses = doc.paths['/files/upload']!.post!.responses;
-    expect(Object.keys(responses).sort()).to.deep.equal(['201', '400', '401', '403', '429', '500', '503']);
+    expect(Object.keys(responses).sort()).to.deep.equal(['201', '400', '401', '403', '408', '429', '500', '503']);
   });
 
   it('when the Error schema meets success true, an unknown field or a missing message, then it refuses', () => {
@@ -180,10 +182,13 @@ describe('OpenAPI document', () => {
     expect(validate({ success: false, error: { code: 'not_found' } })).to.equal(false);
   });
 
-  it('when an upload response has a sixth field or a fractional size, then the 201 schema refuses it', () => {
+  it('when an upload response has a field more than the spec\'s and expires_at, or a fractional size, then the 201 schema refuses it', () => {
     const validate = schemaAt('/paths/~1files~1upload/post/responses/201/content/application~1json/schema');
-    const good = { success: true, file_id: 1, public_link: `${PUBLIC_URL}/download/abcdefghijklmnopqrstuv`, size: 3, filename: 'a.txt' };
+    const good = { success: true, file_id: 1, public_link: `${PUBLIC_URL}/download/abcdefghijklmnopqrstuv`, size: 3, filename: 'a.txt', expires_at: null };
     expect(validate(good)).to.equal(true);
+    expect(validate({ ...good, expires_at: '2026-12-01 08:00:00' })).to.equal(true);
+    const { expires_at: _, ...withoutExpiry } = good;
+    expect(validate(withoutExpiry)).to.equal(false);
     expect(validate({ ...good, upload_date: '2026-01-01 00:00:00' })).to.equal(false);
     expect(validate({ ...good, size: 1.5 })).to.equal(false);
     expect(validate({ ...good, public_link: 'http://elsewhere.test/download/abc' })).to.equal(false);
@@ -191,10 +196,12 @@ describe('OpenAPI document', () => {
 
   it('when a file has an ISO date with a T or a zone, then the File schema refuses it', () => {
     const validate = schemaAt('/components/schemas/File');
-    const file = { file_id: 1, filename: 'a', size: 0, download_count: 0, public_link: `${PUBLIC_URL}/download/abc`, upload_date: '2026-11-21 23:24:04' };
+    const file = { file_id: 1, filename: 'a', size: 0, download_count: 0, public_link: `${PUBLIC_URL}/download/abc`, upload_date: '2026-11-21 23:24:04', expires_at: null };
     expect(validate(file)).to.equal(true);
     expect(validate({ ...file, upload_date: '2026-11-21T23:24:04' })).to.equal(false);
     expect(validate({ ...file, upload_date: '2026-11-21 23:24:04Z' })).to.equal(false);
+    expect(validate({ ...file, expires_at: '2026-11-22 23:24:04' })).to.equal(true);
+    expect(validate({ ...file, expires_at: '2026-11-22T23:24:04Z' })).to.equal(false);
   });
 
   it('when the list parameters are documented, then page defaults to 1 and limit to 20, at most 100', () => {
@@ -275,6 +282,36 @@ for (const backend of backends) {
       expect(res.status).to.equal(200);
       expect(res.body.files).to.have.length(1);
       expectDocumented(res, '/files', 'get');
+    });
+
+    it('when a file\'s links are listed, made, refused and revoked, then every answer matches the document', async () => {
+      const { apiKey: own } = await t.account();
+      const id = (await uploadFile(t.server.url, own, 'linked.txt', 'linked')).body.file_id;
+      const path = '/files/{file_id}/links';
+      const listed = await call(t.url(`/api/v1/files/${id}/links`), { key: own });
+      expect(listed.status).to.equal(200);
+      expectDocumented(listed, path, 'get');
+      const post = (body: string) => call(t.url(`/api/v1/files/${id}/links`), { method: 'POST', key: own, headers: { 'Content-Type': 'application/json' }, body });
+      const made = await post(JSON.stringify({ expires_in: 60, max_downloads: 1, password: 'pw' }));
+      expect(made.status).to.equal(201);
+      expectDocumented(made, path, 'post');
+      const refused = await post('{"max_downloads":0}');
+      expect(refused.status).to.equal(400);
+      expectDocumented(refused, path, 'post');
+      const protectedLink = await call(t.url(made.body.link.public_link));
+      expect(protectedLink.status).to.equal(401);
+      expectDocumented(protectedLink, '/download/{token}', 'get');
+      const revoked = await call(t.url(`/api/v1/files/${id}/links/${made.body.link.link_id}`), { method: 'DELETE', key: own });
+      expect(revoked.status).to.equal(200);
+      expectDocumented(revoked, '/files/{file_id}/links/{link_id}', 'delete');
+      const again = await call(t.url(`/api/v1/files/${id}/links/${made.body.link.link_id}`), { method: 'DELETE', key: own });
+      expect(again.status).to.equal(404);
+      expectDocumented(again, '/files/{file_id}/links/{link_id}', 'delete');
+      const limited = (await call(t.url(`/api/v1/files/${id}/links`), { method: 'POST', key: own, headers: { 'Content-Type': 'application/json' }, body: '{"max_downloads":1}' })).body.link;
+      await (await fetch(t.url(limited.public_link))).arrayBuffer();
+      const exhausted = await call(t.url(limited.public_link));
+      expect(exhausted.status).to.equal(410);
+      expectDocumented(exhausted, '/download/{token}', 'get');
     });
 
     it('when one file is read, then the 200 matches the document', async () => {

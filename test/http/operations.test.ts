@@ -1,12 +1,48 @@
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { openDatabase } from '../../src/db/client.js';
 import { call, uploadFile } from '../helpers/client.js';
+import { captureLog } from '../helpers/log-capture.js';
 import { BOUNDARY, multipartType } from '../helpers/multipart.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * A download read at about 4 MB/s (200 KB every 50 ms) from a raw socket, as
+ * a slow client behind a proxy reads it: the bytes it has read, and whether
+ * it has read to the end (the server's FIN after the body); `stop()` stops
+ * reading altogether.
+ */
+function slowDownload(url: string) {
+  const { hostname, port, pathname } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.write(`GET ${pathname} HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
+  socket.pause();
+  const state = { received: 0, ended: false, closed: false };
+  socket.on('end', () => (state.ended = true));
+  socket.on('close', () => (state.closed = true));
+  socket.on('error', () => {});
+  let reading = true;
+  const timer = setInterval(() => {
+    if (!reading) return;
+    for (let budget = 200_000, chunk: Buffer | null; budget > 0 && (chunk = socket.read() as Buffer | null) !== null; budget -= chunk.length) {
+      state.received += chunk.length;
+    }
+    // read() returns null at the end until 'end' has been emitted by a read past it.
+    if (socket.readableEnded) clearInterval(timer);
+  }, 50);
+  return {
+    state,
+    stop: () => (reading = false),
+    destroy: () => {
+      clearInterval(timer);
+      socket.destroy();
+    },
+  };
+}
 
 /** An upload that has sent its first bytes and waits for finish(). */
 function openUpload(url: string, key: string) {
@@ -117,6 +153,50 @@ describe('operations: graceful shutdown', () => {
     expect(await upload.response).to.deep.equal({ status: 201 });
     await closing;
     await t.close();
+  });
+
+  it('when a slow client is still reading a download at shutdown, then close() waits until it has read every byte, not only until the last one reached the kernel (issue 21)', async function () {
+    this.timeout(30_000);
+    const log = captureLog();
+    const t = await startTestServer('pglite', {}, log.logger);
+    const { apiKey } = await t.account();
+    const size = 8 * 1024 * 1024;
+    const up = await uploadFile(t.server.url, apiKey, 'slow.bin', randomBytes(size));
+    const client = slowDownload(t.url(up.body.public_link));
+    try {
+      while (client.state.received < 1024 * 1024) await new Promise((r) => setTimeout(r, 20));
+      await t.server.close(20);
+      // Headers and body: everything was read before close() returned, and the client saw the end.
+      expect(client.state.received).to.be.above(size);
+      expect(client.state.ended, 'the client had read to the end when close() returned').to.equal(true);
+      const stopped = log.lines.find((l) => l.msg === 'stopped');
+      expect(stopped).to.include({ cut_connections: 0, still_delivering: 0 });
+      expect(log.requests().find((l) => l.route === '/download/:token')).to.include({ status: 200 });
+    } finally {
+      client.destroy();
+      await t.close();
+    }
+  });
+
+  it('when a client stops reading a download and the grace period ends, then its connection is cut and the request is logged 503 (the server ended it), not 499', async function () {
+    this.timeout(30_000);
+    const log = captureLog();
+    const t = await startTestServer('pglite', {}, log.logger);
+    const { apiKey } = await t.account();
+    const up = await uploadFile(t.server.url, apiKey, 'stuck.bin', randomBytes(24 * 1024 * 1024));
+    const client = slowDownload(t.url(up.body.public_link));
+    try {
+      while (client.state.received < 1024 * 1024) await new Promise((r) => setTimeout(r, 20));
+      client.stop();
+      await t.server.close(1);
+      expect(client.state.ended).to.equal(false);
+      expect(log.lines.find((l) => l.msg === 'stopped')).to.include({ cut_connections: 1 });
+      const [line] = await log.requestsAfter(0, '/download/:token');
+      expect(line).to.include({ status: 503 });
+    } finally {
+      client.destroy();
+      await t.close();
+    }
   });
 
   it('when an upload outlasts the grace period, then it is cut and leaves no row, no object and no temp file', async () => {

@@ -84,7 +84,7 @@ function singleInstanceSuite(name: string, env: () => Record<string, string>) {
       expect((await stats(t, apiKey)).status).to.equal(429);
     });
 
-    it('when an address sends bad keys repeatedly, then it is refused with 429 even with a good key', async () => {
+    it('when an address sends bad keys repeatedly, then its guesses are refused with 429 and a good key still passes (issue 27)', async () => {
       const { apiKey } = await t.account();
       for (let i = 0; i < 5; i++) {
         expect((await call(t.url('/api/v1/stats'), { key: `ds_live_wrong${i}` })).status).to.equal(401);
@@ -93,7 +93,8 @@ function singleInstanceSuite(name: string, env: () => Record<string, string>) {
       expect(blocked.status).to.equal(429);
       expect(blocked.body.error.code).to.equal('too_many_failures');
       expect(Number(blocked.headers.get('retry-after'))).to.be.within(1, 60);
-      expect((await stats(t, apiKey)).status).to.equal(429);
+      expect((await stats(t, apiKey)).status).to.equal(200);
+      expect((await call(t.url('/api/v1/stats'), { key: 'ds_live_wrong' })).status).to.equal(429);
     });
 
     it('when an address asks for unknown download links repeatedly, then it is refused with 429', async () => {
@@ -112,7 +113,7 @@ singleInstanceSuite('in memory (no REDIS_URL)', () => ({}));
 /** Downloads check the address and look the link up side by side; the answers are those of checking first. */
 function linkFailureSuite(name: string, env: () => Record<string, string>) {
   describe(`unknown download links: ${name}`, () => {
-    it('when downloads succeed, they never count; unknown and malformed links do; then even a valid link gets 429 until the window ends', async () => {
+    it('when downloads succeed, they never count; unknown and malformed links do; then guesses get 429 until the window ends while a valid link still downloads (issue 27)', async () => {
       const t = await startTestServer('pglite', { ...env(), LINK_FAILURE_LIMIT: '3' });
       try {
         const { apiKey } = await t.account();
@@ -122,7 +123,8 @@ function linkFailureSuite(name: string, env: () => Record<string, string>) {
         expect((await call(t.url('/download/not-a-token!'))).status).to.equal(404);
         expect((await call(link)).status).to.equal(200);
         expect((await call(t.url(`/download/${randomBytes(16).toString('base64url')}`))).status).to.equal(404);
-        for (const url of [link, t.url('/download/not-a-token!'), t.url(`/download/${randomBytes(16).toString('base64url')}`)]) {
+        expect((await call(link)).status).to.equal(200);
+        for (const url of [t.url('/download/not-a-token!'), t.url(`/download/${randomBytes(16).toString('base64url')}`)]) {
           const refused = await call(url, { method: 'GET' });
           expect(refused.status, url).to.equal(429);
           expect(refused.body.error.code).to.equal('too_many_failures');
@@ -130,7 +132,7 @@ function linkFailureSuite(name: string, env: () => Record<string, string>) {
           expect(refused.headers.get('content-disposition')).to.equal(null);
         }
         const metrics = await call(`${t.server.adminUrl}/metrics`, { key: t.server.adminToken });
-        expect(metrics.text).to.match(/^dropstream_rate_limit_refusals_total\{reason="link_failures"\} 3$/m);
+        expect(metrics.text).to.match(/^dropstream_rate_limit_refusals_total\{reason="link_failures"\} 2$/m);
       } finally {
         await t.close();
       }
@@ -213,13 +215,14 @@ if (redisUrl) {
       for (let i = 0; i < 3; i++) {
         const started = Date.now();
         expect((await stats(t, apiKey)).status).to.equal(200);
-        expect(Date.now() - started).to.be.below(1000);
+        // Not held up by Redis's connect timeout (a loaded machine answers in well under 2 s).
+        expect(Date.now() - started).to.be.below(2000);
       }
       expect((await call(t.url('/readyz'))).body.checks.redis).to.equal('degraded');
 
       await startRedis();
       let redisState = '';
-      for (let i = 0; i < 100 && redisState !== 'ok'; i++) {
+      for (let i = 0; i < 300 && redisState !== 'ok'; i++) {
         await new Promise((r) => setTimeout(r, 50));
         redisState = (await call(t.url('/readyz'))).body.checks.redis;
       }

@@ -100,7 +100,11 @@ describe('request log', () => {
       req.on('close', () => resolve());
     });
     const line = (await lineOf('hang-up'))!;
-    await sleep(200);
+    // The line is written at the hang-up; the upload's clean-up ends when its slot (UPLOAD_CONCURRENCY) is free again.
+    const inFlight = async () => (await t.server.metrics.registry.getSingleMetric('dropstream_uploads_in_flight')!.get()).values[0]?.value ?? 0;
+    const deadline = Date.now() + 10_000;
+    while ((await inFlight()) !== 0 && Date.now() < deadline) await sleep(20);
+    expect(await inFlight()).to.equal(0);
     const lines = log.lines.slice(before);
     expect(line).to.include({ level: 30, status: 499 });
     expect(lines.filter((l) => l.level >= 40), 'lines at warn or above').to.deep.equal([]);
@@ -120,11 +124,17 @@ describe('request log', () => {
       req.on('close', () => resolve());
     });
     const line = (await lineOf('tus-hang-up'))!;
-    await sleep(200);
     expect(line).to.include({ level: 30, status: 499, route: '/api/v1/uploads/:id' });
     expect(line.bytes_in).to.be.within(300_000, 301_024);
+    // The line is written at the hang-up; the PATCH's work ends when what it got is committed (HEAD shows the offset).
+    const deadline = Date.now() + 10_000;
+    let offset = (await head(url, key)).headers.get('upload-offset');
+    while (offset !== '300000' && Date.now() < deadline) {
+      await sleep(20);
+      offset = (await head(url, key)).headers.get('upload-offset');
+    }
+    expect(offset).to.equal('300000');
     expect(log.lines.slice(before).filter((l) => l.level >= 40), 'lines at warn or above').to.deep.equal([]);
-    expect((await head(url, key)).headers.get('upload-offset')).to.equal('300000');
   });
 
   it('when a complete download is logged, then its status is 200 and bytes_out covers the body', async () => {
@@ -163,8 +173,9 @@ describe('request log: no secret on any line, at trace level', () => {
     await upload(t.server.url, apiKey, [{ name: `field-${apiKey}`, content: apiKey }]);
     const rotated = await t.admin('POST', `/admin/accounts/${accountId}/keys`);
     secrets.push(rotated.api_key);
-    await call(`${t.server.adminUrl}/admin/plans`, { key: `${t.server.adminToken}x` });
-    await sleep(200);
+    await call(`${t.server.adminUrl}/admin/plans`, { key: `${t.server.adminToken}x`, headers: { 'X-Request-Id': 'last-one' } });
+    // Lines are written in the order requests close: once the last request's is there, every one is.
+    await eventually(() => log.requests().some((l) => l.req_id === 'last-one'), (found) => found);
 
     const text = log.raw.join('');
     expect(log.requests().length).to.be.at.least(9);

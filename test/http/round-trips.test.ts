@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { call } from '../helpers/client.js';
@@ -9,11 +10,26 @@ if (redisUrl) {
   describe('Redis round trips of API requests', () => {
     let t: TestServer;
     let monitor: Redis;
+    let fencer: Redis;
     const prefix = freshPrefix();
     const seen: string[][] = [];
+    // A Redis of this suite's own: round trips are counted from Redis's read
+    // events over all its clients, which other suites running at the same
+    // time (mocha --parallel) would add to on a shared one.
+    let redisServer: ChildProcess;
+    let privateUrl: string;
     before(async () => {
-      t = await startTestServer('pglite', { REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: prefix, AUTH_FAILURE_LIMIT: '3' });
-      const base = new Redis(redisUrl!, { lazyConnect: true });
+      const port = 20000 + Math.floor(Math.random() * 20000);
+      privateUrl = `redis://127.0.0.1:${port}`;
+      redisServer = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      const probe = new Redis(privateUrl, { lazyConnect: true, retryStrategy: () => 50 });
+      probe.on('error', () => {});
+      await probe.connect().catch(() => {});
+      for (let i = 0; i < 100 && probe.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
+      probe.disconnect();
+      t = await startTestServer('pglite', { REDIS_URL: privateUrl, REDIS_KEY_PREFIX: prefix, AUTH_FAILURE_LIMIT: '3' });
+      fencer = new Redis(privateUrl);
+      const base = new Redis(privateUrl, { lazyConnect: true });
       monitor = await base.monitor();
       base.disconnect();
       // Commands a Lua script runs inside Redis show up as coming from "lua"; they are not round trips.
@@ -23,26 +39,66 @@ if (redisUrl) {
     });
     after(async () => {
       monitor.disconnect();
+      fencer.disconnect();
       await t.close();
+      redisServer.kill('SIGKILL');
     });
+    /**
+     * A command of our own that MONITOR reports once Redis has run it, so
+     * every command sent before it has been seen: the end of a window,
+     * instead of a sleep.
+     */
+    let fences = 0;
+    const fence = async () => {
+      const name = `${prefix}:fence:${++fences}`;
+      await fencer.exists(name);
+      const deadline = Date.now() + 10_000;
+      while (!seen.some((args) => args.includes(name)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      if (!seen.some((args) => args.includes(name))) throw new Error(`MONITOR never showed ${name}`);
+    };
+    /** Read events Redis has processed, over all its clients: each network round trip of a client is one. */
+    const reads = async () => Number(/total_reads_processed:(\d+)/.exec(await fencer.info('stats'))![1]);
+    /**
+     * The commands `work` sent, and the round trips they took: Redis's read
+     * events meanwhile, less the fence's EXISTS and the INFO that reads the
+     * count (nothing else talks to this Redis while the suite runs).
+     */
     const commands = async (work: () => Promise<void>) => {
-      await new Promise((r) => setTimeout(r, 50));
+      await fence();
       seen.length = 0;
+      const before = await reads();
       await work();
-      await new Promise((r) => setTimeout(r, 50));
-      return seen.map((args) => args[0]!.toLowerCase());
+      await fence();
+      const trips = (await reads()) - before - 2;
+      const sent = seen.filter((args) => !args.some((a) => a.startsWith(`${prefix}:fence:`))).map((args) => args[0]!.toLowerCase());
+      return Object.assign(sent, { trips });
     };
 
-    it('when a key makes 10 requests, then Redis sees one script call per request and nothing else', async () => {
+    it('when a key makes 10 requests, then each request is the two rate-limiter-flexible counters (minute, day) in one round trip, and nothing else', async () => {
       const { apiKey } = await t.account();
       expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(200); // loads the script
       const sent = await commands(async () => {
         for (let i = 0; i < 10; i++) expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(200);
       });
-      expect(sent).to.deep.equal(Array(10).fill('evalsha'));
+      expect([...sent]).to.deep.equal(Array(20).fill('evalsha'));
+      expect(sent.trips).to.equal(10);
     });
 
-    it('when a resumable upload is created, written and asked about (tus), then each request is one script call, as on every API route', async () => {
+    it('when a request is refused by the minute limit, then the day point is given back in a second round trip, on that refusal only', async () => {
+      await t.plan('three-a-minute', { api_access: true, requests_per_minute: 3, requests_per_day: 100, max_file_size: 10, daily_uploads: 1 });
+      const { apiKey } = await t.account('three-a-minute');
+      // The first request of a plan's numbers makes its limiters, whose script goes out once as EVAL.
+      expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(200);
+      const statuses: number[] = [];
+      const sent = await commands(async () => {
+        for (let i = 0; i < 3; i++) statuses.push((await call(t.url('/api/v1/stats'), { key: apiKey })).status);
+      });
+      expect(statuses).to.deep.equal([200, 200, 429]);
+      expect([...sent]).to.deep.equal(Array(7).fill('evalsha'));
+      expect(sent.trips).to.equal(4);
+    });
+
+    it('when a resumable upload is created, written and asked about (tus), then each request is the two counters in one round trip, as on every API route', async () => {
       const { apiKey } = await t.account();
       expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(200); // loads the script
       const sent = await commands(async () => {
@@ -51,7 +107,8 @@ if (redisUrl) {
         expect((await head(url, apiKey)).status).to.equal(200);
         expect((await patch(url, apiKey, 3, Buffer.from('def'))).status).to.equal(204);
       });
-      expect(sent).to.deep.equal(Array(4).fill('evalsha'));
+      expect([...sent]).to.deep.equal(Array(8).fill('evalsha'));
+      expect(sent.trips).to.equal(4);
     });
 
     it('when an address sends bad keys, then each costs one command, and once refused it costs none', async () => {

@@ -7,10 +7,12 @@ import { request } from 'node:http';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { S3ObjectStore } from '../../src/storage/s3.js';
+import { accountState } from '../helpers/account-state.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
+import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
 import { BOUNDARY } from '../helpers/multipart.js';
-import { eventually, sleep, startRawUpload, writeBytes } from '../helpers/raw-upload.js';
+import { eventually, startRawUpload, writeBytes } from '../helpers/raw-upload.js';
 import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -28,11 +30,13 @@ for (const backend of backends) {
     let t: TestServer;
     let store: S3ObjectStore;
     let key: string;
+    let log: CapturedLog;
 
     before(async () => {
       s3 = await startTestS3();
       bucket = s3.bucket(`uploads-${backend}`);
-      t = await startTestServer(backend, { ...s3.env(bucket), S3_PART_SIZE: String(PART_SIZE) });
+      log = captureLog('info');
+      t = await startTestServer(backend, { ...s3.env(bucket), S3_PART_SIZE: String(PART_SIZE) }, log.logger);
       store = new S3ObjectStore(s3.storeOptions(bucket, { partSize: PART_SIZE, partsInFlight: 1 }));
       const plan = { api_access: true, requests_per_minute: 10_000, requests_per_day: 100_000, daily_uploads: 10_000 };
       await t.plan('s3-big', { ...plan, max_file_size: BIG_PLAN_LIMIT });
@@ -59,13 +63,15 @@ for (const backend of backends) {
 
     const openUploadKeys = async () => (await allOpenUploads(store)).map((u) => u.key!).sort();
 
-    const totalFiles = async (apiKey: string) => (await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats.total_files as number;
-
-    /** Waits for the server to finish with a failed upload, then checks it left no row, no object and no open upload. */
-    async function expectNothingLeft(apiKey: string, keysBefore: string[], filesBefore: number) {
-      const settled = async () => ({ keys: await bucketKeys(), open: await openUploadKeys(), files: await totalFiles(apiKey) });
-      const state = await eventually(settled, (s) => s.open.length === 0 && s.keys.length === keysBefore.length);
-      expect(state).to.deep.equal({ keys: keysBefore, open: [], files: filesBefore });
+    /**
+     * Waits for the server to finish with a failed upload, then checks it
+     * left no object, no open upload and, in the database, no file row, no
+     * pending record and no daily slot beyond the account's `rows` earlier uploads.
+     */
+    async function expectNothingLeft(accountId: number, keysBefore: string[], rows: number) {
+      const nothing = { keys: keysBefore, open: [], rows, pending: 0, quota: rows };
+      const settled = async () => ({ keys: await bucketKeys(), open: await openUploadKeys(), ...(await accountState(t, accountId)) });
+      expect(await eventually(settled, (s) => JSON.stringify(s) === JSON.stringify(nothing), 10_000)).to.deep.equal(nothing);
     }
 
     describe('plan sizes against what S3 holds', () => {
@@ -147,6 +153,7 @@ for (const backend of backends) {
 
       it('when the client hangs up mid-download, then it is not counted and the next download is served and counted', async () => {
         const before = await downloadCount();
+        const mark = log.requests().length;
         let received = 0;
         await new Promise<void>((resolve) => {
           const req = request(t.url(res.body.public_link), (response) => {
@@ -162,7 +169,8 @@ for (const backend of backends) {
           req.end();
         });
         expect(received).to.be.within(MiB, content.length - 1);
-        await sleep(300);
+        // Its log line is the request's last act: once there, a count would have been.
+        expect((await log.requestsAfter(mark, '/download/:token')).map((l) => l.status)).to.deep.equal([499]);
         expect(await downloadCount()).to.equal(before);
 
         const next = await fetch(t.url(res.body.public_link));
@@ -174,8 +182,9 @@ for (const backend of backends) {
 
     describe('the plan limit (12 MiB, parts of 5 MiB)', () => {
       let smallKey: string;
+      let smallId: number;
       before(async () => {
-        ({ apiKey: smallKey } = await t.account('s3-12mib'));
+        ({ apiKey: smallKey, accountId: smallId } = await t.account('s3-12mib'));
       });
 
       it('when the file is exactly the limit, then 201 and the object holds every byte', async () => {
@@ -192,20 +201,20 @@ for (const backend of backends) {
 
       it('when the file is one byte over, after two parts went up, then 403 file_too_large and nothing remains', async () => {
         const keysBefore = await bucketKeys();
-        const filesBefore = await totalFiles(smallKey);
+        const rowsBefore = (await accountState(t, smallId)).rows;
         const res = await uploadFile(t.server.url, smallKey, 'over.bin', randomBytes(SMALL_PLAN_LIMIT + 1));
         expect(res.status).to.equal(403);
         expect(res.body).to.deep.equal({
           success: false,
           error: { code: 'file_too_large', message: `The file exceeds the plan's maximum file size of ${SMALL_PLAN_LIMIT} bytes` },
         });
-        await expectNothingLeft(smallKey, keysBefore, filesBefore);
+        await expectNothingLeft(smallId, keysBefore, rowsBefore);
       });
     });
 
     describe('failures mid-upload', () => {
       it('when the client hangs up after more than one part was sent, then no row, no object and no open multipart upload remain', async () => {
-        const { apiKey } = await t.account('s3-big');
+        const { apiKey, accountId } = await t.account('s3-big');
         const keysBefore = await bucketKeys();
         const { req, outcome } = startRawUpload(t.server.url, apiKey, 'cut.bin');
         expect(await writeBytes(req, 11 * MiB)).to.equal(11 * MiB);
@@ -213,12 +222,11 @@ for (const backend of backends) {
         expect(await eventually(openUploadKeys, (open) => open.length === 1)).to.have.length(1);
         req.destroy();
         expect((await outcome).status).to.equal(undefined);
-        await expectNothingLeft(apiKey, keysBefore, 0);
+        await expectNothingLeft(accountId, keysBefore, 0);
       });
 
-      // Last on purpose: the upload it strands stays open in the bucket (see the end of the test).
-      it('when the store stops mid-upload, then 503 or a closed connection, no row and no object; once it is back, uploads work', async () => {
-        const { apiKey } = await t.account('s3-big');
+      it('when the store stops mid-upload, then 503 or a closed connection, no row and no object, a pending record for the stranded upload; once it is back, uploads work and gc aborts it', async () => {
+        const { apiKey, accountId } = await t.account('s3-big');
         const keysBefore = await bucketKeys();
         const { req, outcome } = startRawUpload(t.server.url, apiKey, 'stranded.bin');
         await writeBytes(req, 6 * MiB);
@@ -237,7 +245,11 @@ for (const backend of backends) {
 
         expect(result.status ?? 'connection closed', result.body).to.be.oneOf([503, 'connection closed']);
         if (result.status !== undefined) expect(JSON.parse(result.body!).error.code).to.equal('store_unavailable');
-        expect(await totalFiles(apiKey)).to.equal(0);
+        // No row; the slot came back; the record that promises the clean-up is there, with the upload id.
+        expect(await accountState(t, accountId)).to.deep.equal({ rows: 0, pending: 0, quota: 0 });
+        const stranded = await t.server.db.prisma.pendingObject.findUnique({ where: { storageKey: strandedKey } });
+        expect(stranded, 'pending record of the stranded upload').to.not.equal(null);
+        expect(stranded!.uploadId).to.be.a('string').and.not.equal('');
         expect(await bucketKeys()).to.deep.equal(keysBefore);
         expect(await store.head(strandedKey)).to.equal(undefined);
 
@@ -246,15 +258,18 @@ for (const backend of backends) {
         expect(ok.status).to.equal(201);
         const back = await fetch(t.url(ok.body.public_link));
         expect(sha(Buffer.from(await back.arrayBuffer()))).to.equal(sha(content));
-        expect(await totalFiles(apiKey)).to.equal(1);
+        expect(await accountState(t, accountId)).to.deep.equal({ rows: 1, pending: 0, quota: 1 });
         const keysAfter = await bucketKeys();
         expect(keysAfter).to.have.length(keysBefore.length + 1);
         expect(keysAfter.filter((k) => !keysBefore.includes(k))).to.have.length(1);
 
-        // The abort could not reach the stopped store, so the store may still
-        // hold the failed upload's parts (invisible: no object, no row; its
-        // pending record keeps the upload id for the sweep). Nothing else may be open.
-        expect((await openUploadKeys()).filter((k) => k !== strandedKey)).to.deep.equal([]);
+        // The abort could not reach the stopped store, so the store still holds
+        // the failed upload, and nothing else is open.
+        expect(await openUploadKeys()).to.deep.equal([strandedKey]);
+        // With the store back, the sweep keeps the record's promise.
+        expect(await t.admin('POST', '/admin/gc', { grace_seconds: 0 })).to.deep.include({ uploads: 1, failed: 0 });
+        expect(await openUploadKeys()).to.deep.equal([]);
+        expect(await t.server.db.prisma.pendingObject.count({ where: { storageKey: strandedKey } })).to.equal(0);
       });
     });
   });

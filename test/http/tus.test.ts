@@ -13,6 +13,8 @@ import { create, download, head, patch, streamingCreate, streamingPatch, termina
 
 const MiB = 1024 * 1024;
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+/** A label-less counter's value on the test server. */
+const counter = async (t: TestServer, name: string) => Number(/ (\d+)$/m.exec(await t.server.metrics.registry.getSingleMetricAsString(name))?.[1]);
 
 describe('resumable uploads (tus)', () => {
   let s3: TestS3;
@@ -152,8 +154,9 @@ describe('resumable uploads (tus)', () => {
           expect((await create(t.server.url, apiKey, { length: 10 })).status).to.equal(201);
         });
 
-        it('when a chunked body (no Content-Length) passes max_file_size, then 403 file_too_large while streaming', async () => {
-          const { apiKey } = await t.account('tus-small');
+        it('when a chunked body (no Content-Length) passes max_file_size, then 403 file_too_large while streaming, the upload is gone and its slot is back', async () => {
+          await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
+          const { apiKey } = await t.account('tus-one');
           const created = await create(t.server.url, apiKey, {});
           const url = uploadUrl(t.server.url, created);
           const req = streamingPatch(url, apiKey, 0);
@@ -162,6 +165,9 @@ describe('resumable uploads (tus)', () => {
           const res = await req.response;
           expect(res.status).to.equal(403);
           expect(JSON.parse(res.body!).error.code).to.equal('file_too_large');
+          expect((await head(url, apiKey)).status).to.equal(404);
+          expect(await server.leftovers()).to.deep.equal([]);
+          expect((await create(t.server.url, apiKey, { length: 10 })).status).to.equal(201);
         });
 
         it('when 16 creations race for a daily quota of 5, then exactly 5 succeed', async () => {
@@ -189,6 +195,8 @@ describe('resumable uploads (tus)', () => {
         it('when the client leaves during a creation-with-upload body (it never learnt the URL), then the upload is terminated: its bytes are gone and its slot comes back', async () => {
           await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
           const { apiKey } = await t.account('tus-one');
+          const interruptions = () => counter(t, 'dropstream_resumable_interruptions_total');
+          const before = await interruptions();
           const req = streamingCreate(t.server.url, apiKey, 8 * MiB, 8 * MiB);
           await req.send(randomBytes(6 * MiB + 7));
           await sleep(300);
@@ -196,6 +204,17 @@ describe('resumable uploads (tus)', () => {
           const again = await eventually(() => create(t.server.url, apiKey, { length: 1 }), (r) => r.status === 201);
           expect(again.status).to.equal(201);
           expect(await server.leftovers()).to.deep.equal([]);
+          expect(await interruptions()).to.equal(before + 1);
+        });
+
+        it('when a deferred-length creation-with-upload body passes max_file_size, then 403 file_too_large: the upload is gone, so no URL to continue', async () => {
+          await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
+          const { apiKey } = await t.account('tus-one');
+          const res = await create(t.server.url, apiKey, { body: randomBytes(8 * MiB + 1) });
+          expect(res.status).to.equal(403);
+          expect(res.body.error.code).to.equal('file_too_large');
+          expect(await server.leftovers()).to.deep.equal([]);
+          expect((await create(t.server.url, apiKey, { length: 10 })).status).to.equal(201);
         });
 
         it('when a finished upload is terminated, then 409 upload_complete and the file stays', async () => {
@@ -232,19 +251,23 @@ describe('resumable uploads (tus)', () => {
           expect((await head(url, key)).headers.get('upload-offset')).to.equal('0');
         });
 
-        it('when two PATCHes on one upload run at once, then the second gets 409 upload_busy and the bytes are the first one\'s', async () => {
+        it('when two PATCHes on one upload run at once, then the newer one wins: the first stops and keeps what it stored, and the bytes are never interleaved', async () => {
           const data = randomBytes(6 * MiB);
           const url = uploadUrl(t.server.url, await create(t.server.url, key, { length: data.length }));
           const slow = streamingPatch(url, key, 0, data.length);
           await slow.send(data.subarray(0, MiB));
           await sleep(200);
-          const second = await patch(url, key, 0, randomBytes(data.length));
+          // From 0: the first stored some of its body when it stopped, so the offset no longer matches.
+          const second = await patch(url, key, 0, data);
           expect(second.status).to.equal(409);
-          expect(second.body.error.code).to.equal('upload_busy');
-          slow.end(data.subarray(MiB));
+          expect(second.body.error.code).to.equal('upload_offset_mismatch');
+          const stored = Number(second.headers.get('upload-offset'));
+          expect(stored).to.be.within(1, MiB);
           const first = await slow.response;
-          expect(first.status).to.equal(204);
-          expect(sha(await download(t, first.headers!['dropstream-public-link'] as string))).to.equal(sha(data));
+          expect(first.status).to.not.equal(204);
+          const done = await patch(url, key, stored, data.subarray(stored));
+          expect(done.status).to.equal(204);
+          expect(sha(await download(t, done.headers.get('dropstream-public-link')!))).to.equal(sha(data));
         });
 
         it('when Upload-Checksum matches, then the PATCH is kept; when it does not, then 460 and nothing of it is kept', async () => {
@@ -294,7 +317,8 @@ describe('resumable uploads (tus)', () => {
       this.timeout(30_000);
       for (const store of ['local', 's3'] as const) {
         it(`when an unfinished upload expires (${store} store), then the sweep removes its bytes and records and gives its slot back`, async () => {
-          const server = await tusServer(backend, store, () => s3, { RESUMABLE_EXPIRY: '1', GC_INTERVAL: '0' });
+          // 2 s: the 6 MiB PATCH must end before the upload expires, also on a loaded machine.
+          const server = await tusServer(backend, store, () => s3, { RESUMABLE_EXPIRY: '2', GC_INTERVAL: '0' });
           try {
             const { t } = server;
             await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
@@ -302,7 +326,7 @@ describe('resumable uploads (tus)', () => {
             const url = uploadUrl(t.server.url, await create(t.server.url, apiKey, { length: 8 * MiB }));
             expect((await patch(url, apiKey, 0, randomBytes(6 * MiB))).status).to.equal(204);
             expect((await create(t.server.url, apiKey, { length: 1 })).body.error.code).to.equal('daily_upload_limit');
-            await sleep(1200);
+            await sleep(2200);
             expect((await head(url, apiKey)).status).to.equal(404);
             expect(await t.admin('POST', '/admin/gc', {})).to.deep.include({ uploads: 1, failed: 0 });
             expect(await server.leftovers()).to.deep.equal([]);

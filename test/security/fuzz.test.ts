@@ -4,8 +4,10 @@
 // unicode and control characters, content, boundaries sometimes wrong,
 // bodies sometimes cut). Whatever is sent: never a 5xx, the server keeps
 // answering, and nothing is left behind (no row, no object, no temp file,
-// no pending-object row, no upload slot) unless the answer was 201; each 201
-// is checked and deleted. Where a generated body is well-formed, a model predicts whether
+// no pending-object row, no daily upload slot of the account, no upload in
+// flight) unless the answer was 201; each 201 is checked (one row, one
+// object, one slot) and deleted (the slot stays taken: the daily quota counts
+// uploads, not files kept). Where a generated body is well-formed, a model predicts whether
 // it must be accepted and under which name.
 //
 // Runs are bounded and the seed is fixed; a failure names it. Reproduce
@@ -17,6 +19,7 @@ import { backends } from '../helpers/databases.js';
 import { call, type ApiResponse } from '../helpers/client.js';
 import type { TestServer } from '../helpers/server.js';
 import { sharedServer } from '../helpers/shared.js';
+import { isOptionName } from '../../src/files/upload-options.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 /** FUZZ_SCALE=10 for a deeper run by hand; CI keeps the bounded default. */
@@ -32,28 +35,37 @@ interface State {
   rows: number;
   objects: number;
   pending: number;
+  /** The fuzzing account's daily upload slots taken (daily_uploads). */
+  quota: number;
   /** Uploads the server is still working on: a leak here ends in 503 server_busy. */
   inFlight: number;
 }
 
-async function state(t: TestServer): Promise<State> {
+interface Account {
+  key: string;
+  id: number;
+}
+
+async function state(t: TestServer, accountId: number): Promise<State> {
   const { prisma } = t.server.db;
+  const quota = await prisma.dailyUpload.aggregate({ where: { accountId }, _sum: { count: true } });
   const gauge = t.server.metrics.registry.getSingleMetric('dropstream_uploads_in_flight');
   return {
     rows: await prisma.file.count(),
     objects: (await t.objects()).length,
     pending: await prisma.pendingObject.count(),
+    quota: quota._sum.count ?? 0,
     inFlight: (await gauge!.get()).values[0]?.value ?? 0,
   };
 }
 
 /** Waits briefly for `expected` (clean-up of a cut upload is asynchronous), then asserts it and an empty temp folder. */
-async function expectState(t: TestServer, expected: State, why: string) {
-  let now = await state(t);
+async function expectState(t: TestServer, accountId: number, expected: State, why: string) {
+  let now = await state(t, accountId);
   let temp = await t.tempFiles();
   for (let i = 0; i < 50 && (JSON.stringify(now) !== JSON.stringify(expected) || temp.length > 0); i++) {
     await new Promise((r) => setTimeout(r, 20));
-    now = await state(t);
+    now = await state(t, accountId);
     temp = await t.tempFiles();
   }
   expect(now, why).to.deep.equal(expected);
@@ -61,8 +73,8 @@ async function expectState(t: TestServer, expected: State, why: string) {
 }
 
 /** Sends one upload and checks the invariants; a 201 is checked, then deleted. */
-async function attempt(t: TestServer, key: string, contentType: string | undefined, body: Buffer): Promise<ApiResponse> {
-  const before = await state(t);
+async function attempt(t: TestServer, { key, id }: Account, contentType: string | undefined, body: Buffer): Promise<ApiResponse> {
+  const before = await state(t, id);
   const res = await call(t.url('/api/v1/files/upload'), {
     method: 'POST',
     key,
@@ -73,16 +85,16 @@ async function attempt(t: TestServer, key: string, contentType: string | undefin
   expect(res.headers.get('x-powered-by')).to.equal(null);
   if (res.status !== 201) {
     expect(res.body?.error?.code, `an error code: ${res.text}`).to.be.a('string');
-    await expectState(t, before, `nothing stored after ${res.status} ${res.body?.error?.code}`);
+    await expectState(t, id, before, `nothing stored after ${res.status} ${res.body?.error?.code}`);
     return res;
   }
-  await expectState(t, { ...before, rows: before.rows + 1, objects: before.objects + 1 }, 'one file after 201');
+  await expectState(t, id, { ...before, rows: before.rows + 1, objects: before.objects + 1, quota: before.quota + 1 }, 'one file and one slot after 201');
   const download = await fetch(t.url(res.body.public_link));
   expect(download.status).to.equal(200);
   expect((await download.arrayBuffer()).byteLength).to.equal(res.body.size);
   const deleted = await call(t.url(`/api/v1/files/${res.body.file_id}`), { method: 'DELETE', key });
   expect(deleted.status).to.equal(200);
-  await expectState(t, before, 'nothing left once the file is deleted');
+  await expectState(t, id, { ...before, quota: before.quota + 1 }, 'nothing left but the slot once the file is deleted');
   return res;
 }
 
@@ -259,6 +271,11 @@ function predict(f: Form): Prediction {
   const files = parts.filter((p) => p.isFile);
   const fields = parts.length - files.length + f.padding;
   if (parts.length + skipped + f.padding > 60 || fields > 50) return { accepted: false };
+  // Upload options (expires_in, max_downloads, password) have rules of their own, which this model does not know.
+  if (parts.some((p) => !p.isFile && isOptionName(p.name))) return { unknown: true };
+  // A field after the file part is refused (field_after_file): the padding when it comes last, or any field part.
+  const firstFile = parts.findIndex((p) => p.isFile);
+  if (firstFile !== -1 && ((!f.padFirst && f.padding > 0) || parts.slice(firstFile).some((p) => !p.isFile))) return { accepted: false };
   if (files.length !== 1 || files[0]!.name !== 'file' || parts.some((p) => !p.isFile && p.name === 'file')) return { accepted: false };
   const filename = keptName(files[0]!.filename);
   return filename === undefined ? { accepted: false } : { accepted: true, filename, size: files[0]!.size };
@@ -270,11 +287,12 @@ for (const backend of backends) {
   describe(`upload fuzzing (${backend})`, function () {
     this.timeout(120_000 * SCALE);
     let t: TestServer;
-    let key: string;
+    let key: Account;
 
     before(async () => {
       t = await sharedServer(backend);
-      ({ apiKey: key } = await t.account()); // roomy: no limit gets in the way
+      const { apiKey, accountId } = await t.account(); // roomy: no limit gets in the way
+      key = { key: apiKey, id: accountId };
     });
 
     it(`when ${RANDOM_BYTES_RUNS} random bodies arrive under a multipart Content-Type, then never a 5xx and nothing is kept but 201s`, async () => {

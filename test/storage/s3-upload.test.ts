@@ -2,11 +2,12 @@
 // what a real store cannot show on demand: parts finishing out of order, a
 // part failing mid-way, each abort path, the buffers it holds, the limits.
 import { randomBytes } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { ObjectStoreError, ObjectTooLargeError } from '../../src/storage/object-store.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
+import { SharedPartBuffers } from '../../src/storage/s3-parts.js';
 import { appendS3Resumable, startS3Resumable } from '../../src/storage/s3-resumable.js';
 import { S3_LIMITS, uploadStream } from '../../src/storage/s3-upload.js';
 
@@ -86,8 +87,21 @@ function failingAfter(bytes: number, err: Error): Readable {
   });
 }
 
-const upload = (s3: FakeS3, body: Readable, options: { partSize?: number; partsInFlight?: number; onMultipartStart?: (id: string) => Promise<void> } = {}) =>
-  uploadStream({ client: s3.client, bucket: 'b', key: 'k', body, partSize: options.partSize ?? 5 * MiB, partsInFlight: options.partsInFlight ?? 2, onMultipartStart: options.onMultipartStart });
+const upload = (
+  s3: FakeS3,
+  body: Readable,
+  options: { partSize?: number; partsInFlight?: number; shared?: SharedPartBuffers; key?: string; onMultipartStart?: (id: string) => Promise<void> } = {},
+) =>
+  uploadStream({
+    client: s3.client,
+    bucket: 'b',
+    key: options.key ?? 'k',
+    body,
+    partSize: options.partSize ?? 5 * MiB,
+    partsInFlight: options.partsInFlight ?? 2,
+    shared: options.shared,
+    onMultipartStart: options.onMultipartStart,
+  });
 
 async function rejection(promise: Promise<unknown>): Promise<any> {
   try {
@@ -258,6 +272,117 @@ describe('appendS3Resumable (fake S3 client)', () => {
   }
 });
 
+describe('SharedPartBuffers (fake S3 client)', () => {
+  const slowParts = () => new FakeS3({ delay: (c) => (c.command === 'UploadPart' ? 10 + (c.input.PartNumber % 3) * 5 : 0) });
+  /** The stored object of `key`: its parts' bodies in part order. */
+  const stored = (s3: FakeS3, key: string) =>
+    Buffer.concat(
+      s3
+        .named('UploadPart')
+        .filter((c) => c.input.Key === key)
+        .sort((a, b) => a.input.PartNumber - b.input.PartNumber)
+        .map((c) => c.body!),
+    );
+
+  it('when one upload runs, then it sends 2 parts at once with a lent buffer, and gives it back at the end', async () => {
+    const s3 = slowParts();
+    const shared = new SharedPartBuffers(5 * MiB, 1);
+    await upload(s3, streamOf(randomBytes(12 * 5 * MiB)), { partsInFlight: 2, shared });
+    expect(s3.maxInFlight).to.equal(2);
+    expect(s3.partBuffers.size).to.equal(2);
+    expect(shared.inUse).to.equal(0);
+  });
+
+  it('when four uploads run at once with one shared buffer, then they hold 5 buffers in all (not 8) and every object is intact', async () => {
+    const s3 = slowParts();
+    const shared = new SharedPartBuffers(5 * MiB, 1);
+    const bodies = [0, 1, 2, 3].map(() => randomBytes(6 * 5 * MiB + 77));
+    await Promise.all(bodies.map((data, i) => upload(s3, streamOf(data), { partsInFlight: 2, shared, key: `k${i}` })));
+    expect(s3.partBuffers.size).to.equal(5);
+    expect(s3.maxInFlight).to.be.at.most(5);
+    bodies.forEach((data, i) => expect(stored(s3, `k${i}`).equals(data), `object k${i}`).to.equal(true));
+    expect(shared.inUse).to.equal(0);
+  });
+
+  it('when the pool has no buffers, then each upload sends one part at a time with its own buffer', async () => {
+    const s3 = slowParts();
+    await upload(s3, streamOf(randomBytes(12 * 5 * MiB)), { partsInFlight: 2, shared: new SharedPartBuffers(5 * MiB, 0) });
+    expect(s3.maxInFlight).to.equal(1);
+    expect(s3.partBuffers.size).to.equal(1);
+  });
+
+  it('when an upload has another part size, then it borrows nothing and sends one part at a time', async () => {
+    const s3 = slowParts();
+    const shared = new SharedPartBuffers(5 * MiB, 4);
+    await upload(s3, streamOf(randomBytes(6 * 6 * MiB)), { partSize: 6 * MiB, partsInFlight: 2, shared });
+    expect(s3.maxInFlight).to.equal(1);
+    expect(shared.inUse).to.equal(0);
+  });
+
+  it('when a part fails or the body fails, then the lent buffer comes back and the next upload sends 2 parts at once again', async () => {
+    const shared = new SharedPartBuffers(5 * MiB, 1);
+    const failing = new FakeS3({ delay: () => 5, fail: (c) => (c.command === 'UploadPart' && c.input.PartNumber === 3 ? new Error('503') : undefined) });
+    expect(await rejection(upload(failing, streamOf(randomBytes(8 * 5 * MiB)), { shared }))).to.be.instanceOf(ObjectStoreError);
+    expect(shared.inUse).to.equal(0);
+    const gone = new Error('client went away');
+    expect(await rejection(upload(slowParts(), failingAfter(17 * MiB, gone), { shared }))).to.equal(gone);
+    expect(shared.inUse).to.equal(0);
+    const s3 = slowParts();
+    await upload(s3, streamOf(randomBytes(8 * 5 * MiB)), { shared });
+    expect(s3.maxInFlight).to.equal(2);
+  });
+
+  it('when the client stalls while a lent buffer is being filled, then it goes back once the upload\'s own part is stored, and the object is intact', async () => {
+    const s3 = new FakeS3({ delay: (c) => (c.command === 'UploadPart' ? 50 : 0) });
+    const shared = new SharedPartBuffers(5 * MiB, 1);
+    const body = new PassThrough();
+    const data = randomBytes(11 * MiB);
+    const done = upload(s3, body, { partsInFlight: 2, shared });
+    // Part 1 goes out; the next megabyte goes into the lent buffer; then the client goes quiet.
+    body.write(data.subarray(0, 6 * MiB));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(shared.inUse, 'lent while part 1 is on its way').to.equal(1);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(shared.inUse, 'given back while the client is quiet').to.equal(0);
+    body.end(data.subarray(6 * MiB));
+    await done;
+    expect(stored(s3, 'k').equals(data)).to.equal(true);
+    expect(shared.inUse).to.equal(0);
+  });
+
+  it('when a PATCH ends in a tail, then the tail is stored whole from whichever buffer held it, and the lent buffer comes back', async () => {
+    const s3 = slowParts();
+    const shared = new SharedPartBuffers(5 * MiB, 1);
+    const data = randomBytes(7 * 5 * MiB + 1000);
+    const result = await appendS3Resumable({ client: s3.client, bucket: 'b', partsInFlight: 2, shared }, 'k', startS3Resumable(5 * MiB), streamOf(data), {
+      offset: 0,
+      length: data.length + 5,
+    });
+    expect(result.offset).to.equal(data.length);
+    const tail = s3.named('PutObject')[0]!.body!;
+    expect(Buffer.concat([stored(s3, 'k'), tail]).equals(data)).to.equal(true);
+    expect(s3.maxInFlight).to.equal(2);
+    expect(shared.inUse).to.equal(0);
+  });
+
+  it('when nothing has been lent for the idle time, then the free buffers are dropped; before it, they are reused', async () => {
+    const shared = new SharedPartBuffers(1024, 2, 50);
+    const first = shared.take(1024)!;
+    shared.give(first);
+    expect(shared.take(1024)).to.equal(first);
+    const second = shared.take(1024)!;
+    expect(second).to.not.equal(first);
+    expect(shared.take(1024), 'all lent').to.equal(undefined);
+    shared.give(first);
+    shared.give(second);
+    expect(shared.inUse).to.equal(0);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const fresh = shared.take(1024)!;
+    expect(fresh).to.not.equal(first);
+    expect(fresh).to.not.equal(second);
+  });
+});
+
 describe('S3ObjectStore.partSizeFor', () => {
   const store = (partSize: number) =>
     new S3ObjectStore({ bucket: 'b', region: 'us-east-1', forcePathStyle: true, partSize, partsInFlight: 2, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
@@ -272,8 +397,11 @@ describe('S3ObjectStore.partSizeFor', () => {
   it('when the size needs more than 10,000 parts of the configured size, then parts grow to the smallest size that fits', () => {
     expect(store(8 * MiB).partSizeFor(10_000 * 8 * MiB + 1)).to.equal(8 * MiB + 1);
     expect(store(8 * MiB).partSizeFor(TiB)).to.equal(Math.ceil(TiB / 10_000));
-    expect(store(8 * MiB).partSizeFor(5 * TiB)).to.equal(549_755_814);
-    expect(549_755_814 * 10_000).to.be.at.least(5 * TiB);
+    const part = store(8 * MiB).partSizeFor(5 * TiB);
+    expect(part).to.equal(549_755_814);
+    // What it returned is the smallest size whose 10,000 parts hold 5 TiB.
+    expect(part * 10_000).to.be.at.least(5 * TiB);
+    expect((part - 1) * 10_000).to.be.below(5 * TiB);
   });
 
   it('when the size is over what S3 holds (5 TiB), then parts stay those of 5 TiB, far under S3\'s 5 GiB', () => {

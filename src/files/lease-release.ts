@@ -1,0 +1,64 @@
+// How a release request (upload-lease.ts) reaches the instance holding an
+// upload's lease: Redis pub/sub when Redis is configured, PostgreSQL
+// LISTEN/NOTIFY when only PostgreSQL is shared, nothing on the embedded
+// database (one instance: the request is handed over in-process). Only a
+// contended request sends one; the uncontended path costs nothing here.
+import type { Redis } from 'ioredis';
+import type { Client } from 'pg';
+import type { Logger } from 'pino';
+import { subscribeRedis } from '../limits/redis.js';
+
+export interface ReleaseCarrier {
+  publish(id: string): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** Over Redis pub/sub: `publisher` is the shared command connection; one more connection listens. */
+export async function redisCarrier(url: string, publisher: Redis, channel: string, onRequest: (id: string) => void): Promise<ReleaseCarrier> {
+  // Missed requests while disconnected need no catching up: the newcomer
+  // waits, then gets 409, and the lease still runs out by itself.
+  const subscriber = await subscribeRedis(url, channel, onRequest, () => {});
+  return {
+    publish: (id) => publisher.publish(channel, id),
+    close: async () => subscriber.disconnect(),
+  };
+}
+
+const PG_CHANNEL = 'dropstream_upload_release';
+
+/** Over PostgreSQL LISTEN/NOTIFY: one connection of its own listens; NOTIFY goes over it too. */
+export async function postgresCarrier(url: string, logger: Logger, onRequest: (id: string) => void): Promise<ReleaseCarrier> {
+  // Imported here: the embedded database needs no pg.
+  const { default: pg } = await import('pg');
+  let client: Client | undefined;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async () => {
+    const next = new pg.Client({ connectionString: url });
+    next.on('notification', (n) => n.channel === PG_CHANNEL && n.payload && onRequest(n.payload));
+    next.on('error', (err) => {
+      logger.warn({ err: err.message }, 'upload release listener lost its PostgreSQL connection; reconnecting');
+      client = undefined;
+      next.end().catch(() => {});
+      if (!closed) retry = setTimeout(() => void connect().catch(() => {}), 1000).unref();
+    });
+    await next.connect();
+    await next.query(`LISTEN ${PG_CHANNEL}`);
+    client = next;
+  };
+  await connect().catch((err: Error) => {
+    logger.warn({ err: err.message }, 'upload release listener could not connect; retrying');
+    retry = setTimeout(() => void connect().catch(() => {}), 1000).unref();
+  });
+  return {
+    publish: async (id) => {
+      if (!client) throw new Error('upload release listener not connected');
+      return client.query('SELECT pg_notify($1, $2)', [PG_CHANNEL, id]);
+    },
+    close: async () => {
+      closed = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => {});
+    },
+  };
+}

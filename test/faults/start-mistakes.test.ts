@@ -1,0 +1,116 @@
+// The first start mistakes a newcomer makes, each said in one line before
+// anything is migrated: a port in use, a DATA_DIR that cannot be made, an
+// S3_ENDPOINT without a scheme, a Node older than package.json's engines.
+// Driven as `dropstream serve` in a child process (the compiled CLI: `npm run build` first).
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { nodeVersionWarning } from '../../src/cli/preflight.js';
+import { ConfigError, configVariables, loadConfig } from '../../src/config.js';
+import { makeDir } from '../../src/make-dir.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !configVariables.includes(name)));
+
+/** Runs the CLI to its exit (killed at the deadline, which then fails the test); its exit code, stdout and stderr. */
+async function run(args: string[], env: Record<string, string>, node = process.execPath, deadlineMs = 20_000) {
+  const child = spawn(node, ['bin/dropstream.js', ...args], {
+    cwd: root,
+    env: { ...baseEnv, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const timer = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
+  const [code, signal] = await once(child, 'close');
+  clearTimeout(timer);
+  expect(signal, `killed at the ${deadlineMs} ms deadline; stderr: ${stderr}`).to.equal(null);
+  return { code: code as number, stdout, stderr };
+}
+
+function oneLine(stderr: string): string {
+  expect(stderr, 'stderr').to.match(/^dropstream: [^\n]+\n$/);
+  return stderr.trim();
+}
+
+describe('start mistakes: one line, before migrations', () => {
+  let dataDir: string;
+  let taken: Server;
+  let takenPort: number;
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'dropstream-mistakes-'));
+    taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    takenPort = (taken.address() as { port: number }).port;
+  });
+  afterEach(async () => {
+    taken.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  for (const variable of ['PORT', 'ADMIN_PORT']) {
+    it(`when ${variable} is in use, then exits 1 with one line naming ${variable} and the address, and nothing was migrated`, async () => {
+      const result = await run(['serve'], { DATA_DIR: dataDir, [variable]: String(takenPort), ADMIN_TOKEN: 'mistakes-admin-token-0123' });
+      expect(result.code).to.equal(1);
+      expect(oneLine(result.stderr)).to.equal(
+        `dropstream: ${variable}: 127.0.0.1:${takenPort} is already in use by another process; stop it or set ${variable} to a free port`,
+      );
+      expect(result.stdout).to.not.include('applied migrations');
+      expect(existsSync(join(dataDir, 'pglite')), 'the embedded database was not even made').to.equal(false);
+    });
+  }
+
+  it('when DATA_DIR cannot be made (under /proc), then exits 1 at once with one line, never a hang', async function () {
+    this.timeout(30_000);
+    const started = Date.now();
+    const result = await run(['serve'], { DATA_DIR: '/proc/dropstream-test' }, process.execPath, 20_000);
+    expect(result.code).to.equal(1);
+    expect(oneLine(result.stderr)).to.match(/^dropstream: DATA_DIR \/proc\/dropstream-test cannot be made \(ENOENT on mkdir '\/proc\/dropstream-test'\): .*set DATA_DIR to a writable folder$/);
+    expect(Date.now() - started).to.be.below(15_000);
+  });
+
+  it('when a folder cannot be made under a parent that exists, then makeDir rejects with ENOENT (Node\'s recursive mkdir never settles there)', async () => {
+    const err = await makeDir('/proc/dropstream-test/a/b').then(() => undefined, (e: NodeJS.ErrnoException) => e);
+    expect(err?.code).to.equal('ENOENT');
+    expect(err?.path).to.equal('/proc/dropstream-test');
+  });
+
+  it('when makeDir makes nested folders, then they exist, and again is a no-op', async () => {
+    const nested = join(dataDir, 'a', 'b', 'c');
+    await makeDir(nested);
+    await makeDir(nested);
+    expect(existsSync(nested)).to.equal(true);
+  });
+
+  it('when S3_ENDPOINT has no scheme, then the message says so and shows a right one', () => {
+    expect(() => loadConfig({ S3_ENDPOINT: '127.0.0.1:4568', S3_BUCKET: 'files' })).to.throw(
+      ConfigError,
+      'S3_ENDPOINT: "127.0.0.1:4568" has no scheme: write it as a URL, e.g. http://127.0.0.1:4568 (or https://127.0.0.1:4568 for TLS)',
+    );
+    expect(() => loadConfig({ S3_ENDPOINT: 'minio:9000', S3_BUCKET: 'files' })).to.throw(ConfigError, '"minio:9000" has no scheme');
+    expect(() => loadConfig({ S3_ENDPOINT: 'ftp://minio:9000', S3_BUCKET: 'files' })).to.throw(ConfigError, 'must be an http:// or https:// URL');
+  });
+
+  it('when Node is older than engines, then a warning names the version and the range; a supported one gets none', () => {
+    expect(nodeVersionWarning('v20.19.5')).to.equal('Node v20.19.5 is not supported (package.json engines: node >=22); use Node 24 LTS');
+    expect(nodeVersionWarning('v22.0.0')).to.equal(undefined);
+    expect(nodeVersionWarning('v24.11.1')).to.equal(undefined);
+  });
+
+  it('when the CLI runs on the machine\'s own Node older than engines, then it prints one warning line', async function () {
+    const system = '/usr/bin/node';
+    const version = existsSync(system) ? execFileSync(system, ['--version'], { encoding: 'utf8' }).trim() : '';
+    if (!version || Number(/^v(\d+)/.exec(version)?.[1]) >= 22) return this.skip();
+    const result = await run(['help'], {}, system);
+    expect(result.code).to.equal(0);
+    expect(result.stderr).to.equal(`dropstream: warning: Node ${version} is not supported (package.json engines: node >=22); use Node 24 LTS\n`);
+  });
+});

@@ -1,0 +1,76 @@
+// The sweep never forgets an object it has not deleted: a sweep stopped
+// between any two of its steps (claim, removal from the store, removal of
+// the record) leaves every object in the store with a record, and the next
+// sweep removes what is left. The steps run with a hook that stops the sweep
+// there, as a crash would (nothing after it runs, nothing is undone).
+import { join, relative } from 'node:path';
+import { Readable } from 'node:stream';
+import { expect } from 'chai';
+import { UploadQuota } from '../../src/files/quota.js';
+import { Sweeper, type SweepStep } from '../../src/files/sweeper.js';
+import { LocalObjectStore } from '../../src/storage/local.js';
+import { backends } from '../helpers/databases.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+class Crash extends Error {}
+
+for (const backend of backends) {
+  describe(`faults: a sweep interrupted between its steps (${backend})`, () => {
+    let t: TestServer;
+    let store: LocalObjectStore;
+    let sweeper: (options?: ConstructorParameters<typeof Sweeper>[4]) => Sweeper;
+
+    before(async () => {
+      t = await startTestServer(backend, { GC_INTERVAL: '0' });
+      const prisma = t.server.db.prisma;
+      store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
+      sweeper = (options) => new Sweeper(prisma, store, new UploadQuota(prisma), undefined, options);
+    });
+    after(() => t?.close());
+
+    /** Keys of the objects in the store. */
+    const objects = async () => (await t.objects()).map((p) => relative(join(t.dataDir, 'objects'), p)).sort();
+    const records = async () => (await t.server.db.prisma.pendingObject.findMany({ select: { storageKey: true } })).map((r) => r.storageKey).sort();
+
+    /** Three objects of deleted files, each with its record. */
+    async function leftovers(run: string): Promise<string[]> {
+      const keys = ['a', 'b', 'c'].map((k) => `sweep-${run}/${k}`);
+      for (const key of keys) {
+        await store.put(key, Readable.from([Buffer.from(key)]));
+        await t.server.db.prisma.pendingObject.create({ data: { storageKey: key, reason: 'delete' } });
+      }
+      return keys;
+    }
+
+    const steps: SweepStep[] = ['claimed', 'discarded', 'forgotten'];
+    for (const step of steps) {
+      for (const index of [0, 2]) {
+        it(`when the sweep stops after "${step}" of object ${index + 1} of 3, then every object left has a record, and the next sweep removes them all`, async () => {
+          const keys = await leftovers(`${step}-${index}`);
+          const crashing = sweeper({
+            claimSeconds: 1,
+            onStep: async (at, key) => {
+              if (at === step && key === keys[index]) throw new Crash(`stopped after ${step}`);
+            },
+          });
+          let crashed: unknown;
+          await crashing.sweep(0).catch((err: unknown) => (crashed = err));
+          expect(crashed).to.be.instanceOf(Crash);
+
+          const left = (await objects()).filter((k) => keys.includes(k));
+          const recorded = await records();
+          for (const key of left) expect(recorded, `${key} is in the store`).to.include(key);
+
+          // Another instance's sweep respects the live claim of the one that stopped...
+          await sweeper().sweep(0);
+          if (step !== 'forgotten') expect(await records()).to.include(keys[index]);
+          // ...and finishes its work once the claim expired.
+          await new Promise((r) => setTimeout(r, 1100));
+          expect(await sweeper().sweep(0)).to.deep.include({ failed: 0 });
+          expect((await objects()).filter((k) => keys.includes(k))).to.deep.equal([]);
+          expect((await records()).filter((k) => keys.includes(k))).to.deep.equal([]);
+        });
+      }
+    }
+  });
+}

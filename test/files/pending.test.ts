@@ -1,0 +1,358 @@
+// The pending_objects records (src/files/pending.ts) on a real database:
+// their claims (one winner, however many race), letting a claim go, and the
+// slot each upload record holds, given back exactly once. Then uploads and
+// deletes stopped between every two of their steps, as a crash would stop
+// them (the steps after it never run, nothing is undone), followed by the
+// sweep: nothing is left in the store that no record names, no slot comes
+// back twice, and no file is ever visible half-written.
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { expect } from 'chai';
+import { commitFile, removeFileRow, UploadSweptError } from '../../src/files/file-rows.js';
+import { PendingObjects } from '../../src/files/pending.js';
+import { UploadQuota } from '../../src/files/quota.js';
+import { newStorageKey } from '../../src/files/record.js';
+import { Sweeper } from '../../src/files/sweeper.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
+import { LocalObjectStore } from '../../src/storage/local.js';
+import { backends } from '../helpers/databases.js';
+import { sleep } from '../helpers/raw-upload.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/** Slots a day: far more than the tests take. */
+const LIMIT = 1000;
+
+const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+for (const backend of backends) {
+  describe(`files: pending records, their claims and slots (${backend})`, function () {
+    this.timeout(60_000);
+    let t: TestServer;
+    let prisma: PrismaClient;
+    let store: LocalObjectStore;
+    let quota: UploadQuota;
+    let pending: PendingObjects;
+    let accountId: number;
+
+    before(async () => {
+      t = await startTestServer(backend, { GC_INTERVAL: '0' });
+      prisma = t.server.db.prisma;
+      store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
+      quota = new UploadQuota(prisma);
+      pending = new PendingObjects(prisma, quota);
+    });
+    after(() => t?.close());
+
+    beforeEach(async () => {
+      ({ accountId } = await t.account());
+    });
+
+    const sweep = (graceSeconds = 0) => new Sweeper(prisma, store, quota).sweep(graceSeconds);
+    const record = (storageKey: string) => prisma.pendingObject.findUnique({ where: { storageKey } });
+    /** Slots the account has taken today (and every day). */
+    const slots = async () => (await prisma.dailyUpload.aggregate({ where: { accountId }, _sum: { count: true } }))._sum.count ?? 0;
+    /** The upload record of a new key, holding a slot taken now. */
+    async function recordedUpload(): Promise<string> {
+      const key = newStorageKey();
+      const day = await quota.take(accountId, LIMIT);
+      await pending.recordUpload(key, accountId, day!);
+      return key;
+    }
+
+    describe('claims', () => {
+      it('when a sweep claims a record, then a second claim fails until the first is let go, and then succeeds', async () => {
+        const key = await recordedUpload();
+        const row = (await record(key))!;
+        const now = new Date();
+        const until = new Date(now.getTime() + 60_000);
+        expect(await pending.claim(row, now, until)).to.equal(true);
+        expect(await pending.claim(row, new Date(), new Date(Date.now() + 60_000)), 'a live claim holds').to.equal(false);
+        await pending.letGo(key, until);
+        expect((await record(key))?.claimedUntil).to.equal(null);
+        expect(await pending.claim(row, new Date(), new Date(Date.now() + 60_000)), 'let go: free again').to.equal(true);
+      });
+
+      it('when a claim has run out, then another sweep takes the record over, and the first can neither let go nor forget it', async () => {
+        const key = await recordedUpload();
+        const row = (await record(key))!;
+        const first = new Date(Date.now() - 1);
+        expect(await pending.claim(row, new Date(Date.now() - 1000), first)).to.equal(true);
+        const second = new Date(Date.now() + 60_000);
+        expect(await pending.claim(row, new Date(), second)).to.equal(true);
+        await pending.letGo(key, first);
+        expect((await record(key))?.claimedUntil?.getTime()).to.equal(second.getTime());
+        expect(await pending.forgetSwept(row, first)).to.equal(false);
+        expect(await record(key)).to.not.equal(null);
+        expect(await pending.forgetSwept(row, second)).to.equal(true);
+        expect(await record(key)).to.equal(null);
+      });
+
+      it('when the upload was touched after the sweep read its record, then the claim fails (it is alive)', async () => {
+        const key = await recordedUpload();
+        const row = (await record(key))!;
+        await sleep(5);
+        await pending.touch(key);
+        expect(await pending.claim(row, new Date(), new Date(Date.now() + 60_000))).to.equal(false);
+      });
+
+      it('when eight sweeps race to claim one record, then exactly one wins', async () => {
+        const key = await recordedUpload();
+        const row = (await record(key))!;
+        const won = await Promise.all(Array.from({ length: 8 }, () => pending.claim(row, new Date(), new Date(Date.now() + 60_000))));
+        expect(won.filter(Boolean)).to.have.length(1);
+      });
+
+      it('when a commit races a sweep claiming its record, then exactly one wins: a file, or a claim and UploadSweptError', async () => {
+        for (let i = 0; i < 5; i++) {
+          const key = await recordedUpload();
+          await store.put(key, Readable.from([Buffer.from('abc')]));
+          const row = (await record(key))!;
+          const [claimed, committed] = await Promise.all([
+            pending.claim(row, new Date(), new Date(Date.now() + 60_000)),
+            commitFile(prisma, { accountId, filename: 'race.txt', size: 3, sha256: sha(Buffer.from('abc')), storageKey: key }).then(
+              () => true,
+              (err: unknown) => {
+                if (err instanceof UploadSweptError) return false;
+                throw err;
+              },
+            ),
+          ]);
+          expect(claimed !== committed, `claimed ${claimed}, committed ${committed}`).to.equal(true);
+          const file = await prisma.file.findUnique({ where: { storageKey: key } });
+          expect(Boolean(file)).to.equal(committed);
+          expect(Boolean(await record(key))).to.equal(claimed);
+        }
+      });
+
+      it('when a sweep holds the record, then commitFile writes nothing and throws UploadSweptError', async () => {
+        const key = await recordedUpload();
+        const row = (await record(key))!;
+        expect(await pending.claim(row, new Date(), new Date(Date.now() + 60_000))).to.equal(true);
+        const err = await commitFile(prisma, { accountId, filename: 'late.txt', size: 0, sha256: sha(Buffer.alloc(0)), storageKey: key }).catch((e: unknown) => e);
+        expect(err).to.be.instanceOf(UploadSweptError);
+        expect(await prisma.file.count({ where: { accountId } })).to.equal(0);
+        expect(await record(key)).to.not.equal(null);
+      });
+    });
+
+    describe('slots', () => {
+      it('when a failed upload settles twice, or settles and races another settle, then its slot comes back once', async () => {
+        await quota.take(accountId, LIMIT); // a slot of another upload, so a second release would show
+        const key = await recordedUpload();
+        expect(await slots()).to.equal(2);
+        await Promise.all([pending.settleFailedUpload(key, false), pending.settleFailedUpload(key, false)]);
+        expect(await slots()).to.equal(1);
+        expect(await record(key), 'the object may be left: the record stays for the sweep').to.deep.include({ accountId: null, quotaDay: null });
+        await pending.settleFailedUpload(key, true);
+        expect(await slots()).to.equal(1);
+        expect(await record(key)).to.equal(null);
+      });
+
+      it('when an upload settled its slot and then the sweep removes its object, then the slot is not given back again', async () => {
+        await quota.take(accountId, LIMIT);
+        const key = await recordedUpload();
+        await store.put(key, Readable.from([Buffer.from('left')]));
+        await pending.settleFailedUpload(key, false); // the store was down for its discard
+        expect(await slots()).to.equal(1);
+        expect(await sweep()).to.deep.include({ failed: 0 });
+        expect(await store.head(key)).to.equal(undefined);
+        expect(await record(key)).to.equal(null);
+        expect(await slots()).to.equal(1);
+      });
+
+      it('when a failed upload settles while a sweep that already read its record removes it, then the slot comes back once', async () => {
+        await quota.take(accountId, LIMIT);
+        const key = await recordedUpload();
+        await store.put(key, Readable.from([Buffer.from('left')]));
+        const sweeper = new Sweeper(prisma, store, quota, undefined, {
+          // Between the sweep's claim and its forgetting: the upload's own abort gives the slot back.
+          onStep: async (step, at) => {
+            if (step === 'claimed' && at === key) await pending.settleFailedUpload(key, false);
+          },
+        });
+        await sweeper.sweep(0);
+        expect(await store.head(key)).to.equal(undefined);
+        expect(await record(key)).to.equal(null);
+        expect(await slots()).to.equal(1);
+      });
+
+      it('when releaseSlot is given a record without an account (a deleted file, or settled), then no slot moves', async () => {
+        await quota.take(accountId, LIMIT);
+        await pending.releaseSlot({ accountId: null, quotaDay: null });
+        await pending.releaseSlot({ accountId, quotaDay: null });
+        expect(await slots()).to.equal(1);
+        await pending.releaseSlot({ accountId, quotaDay: new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`) });
+        expect(await slots()).to.equal(0);
+      });
+
+      it('when starting an upload with a slot fails, then the slot comes back and the error goes on; when none is left, 403 daily_upload_limit', async () => {
+        await quota.take(accountId, LIMIT);
+        const boom = new Error('boom');
+        const err = await quota.startWithSlot(accountId, LIMIT, async () => Promise.reject(boom), () => {}).catch((e: unknown) => e);
+        expect(err).to.equal(boom);
+        expect(await slots()).to.equal(1);
+        expect(await quota.startWithSlot(accountId, LIMIT, async (day) => day, () => {})).to.match(/^\d{4}-\d{2}-\d{2}$/);
+        expect(await slots()).to.equal(2);
+        const full = await quota.startWithSlot(accountId, 2, async () => 'started', () => {}).catch((e: unknown) => e);
+        expect(full).to.have.property('code', 'daily_upload_limit');
+        expect(await slots()).to.equal(2);
+      });
+    });
+
+    // The steps of an upload as FileService and Upload run them; a crash
+    // after step n means steps 1..n ran and nothing else did.
+    describe('an upload stopped between its steps, then swept', () => {
+      const data = Buffer.from('the bytes of an upload that may never finish');
+
+      interface Run {
+        key: string;
+        day?: string;
+        uploadId?: string;
+        body?: PassThrough;
+        put?: Promise<unknown>;
+      }
+      const steps: { name: string; run: (r: Run) => Promise<void> }[] = [
+        { name: 'slot taken', run: async (r) => void (r.day = await quota.take(accountId, LIMIT)) },
+        { name: 'recorded', run: (r) => pending.recordUpload(r.key, accountId, r.day!) },
+        {
+          name: 'store upload started',
+          run: async (r) => {
+            r.body = new PassThrough();
+            let started!: () => void;
+            const recorded = new Promise<void>((resolve) => (started = resolve));
+            r.put = store.put(r.key, r.body, {
+              onStarted: async (uploadId) => {
+                r.uploadId = uploadId;
+                await pending.setUploadId(r.key, uploadId);
+                started();
+              },
+            });
+            r.put.catch(() => {});
+            await recorded;
+            r.body.write(data.subarray(0, 10));
+            while (!(await t.tempFiles()).some((p) => p.endsWith(r.uploadId!))) await sleep(5);
+          },
+        },
+        {
+          name: 'object stored',
+          run: async (r) => {
+            r.body!.end(data.subarray(10));
+            await r.put;
+          },
+        },
+        {
+          name: 'committed',
+          run: async (r) => void (await commitFile(prisma, { accountId, filename: 'crash.txt', size: data.length, sha256: sha(data), storageKey: r.key })),
+        },
+      ];
+
+      /** What the store holds of the upload: the object, and its temp file. */
+      async function held(r: Run): Promise<string[]> {
+        const temp = r.uploadId && (await t.tempFiles()).some((p) => p.endsWith(r.uploadId!)) ? ['temp file'] : [];
+        return [...temp, ...((await store.head(r.key)) ? ['object'] : [])];
+      }
+
+      /** A file row is visible only whole: object stored, complete, counted. */
+      async function expectNothingHalfWritten(r: Run): Promise<boolean> {
+        const file = await prisma.file.findUnique({ where: { storageKey: r.key } });
+        const account = await prisma.account.findUniqueOrThrow({ where: { id: accountId } });
+        expect(account.fileCount).to.equal(file ? 1 : 0);
+        expect(Number(account.totalBytes)).to.equal(file ? data.length : 0);
+        if (file) {
+          expect(file.sha256).to.equal(sha(data));
+          expect((await store.head(r.key))?.size).to.equal(data.length);
+        }
+        return Boolean(file);
+      }
+
+      for (let done = 0; done <= steps.length; done++) {
+        const last = done === 0 ? 'before its first step' : `after "${steps[done - 1]!.name}"`;
+        it(`when an upload stops ${last}, then the store holds nothing without a record, the sweep leaves no bytes and gives the slot back once`, async () => {
+          await quota.take(accountId, LIMIT); // another upload's slot, so a second release would show
+          const r: Run = { key: newStorageKey() };
+          try {
+            for (const step of steps.slice(0, done)) await step.run(r);
+
+            // The crash: whatever the store holds belongs to a file or has a record naming it.
+            const isFile = await expectNothingHalfWritten(r);
+            expect(isFile).to.equal(done === steps.length);
+            if (!isFile && (await held(r)).length > 0) expect(await record(r.key), 'the store holds bytes').to.not.equal(null);
+
+            await sweep();
+            const committed = done === steps.length;
+            expect(await held(r)).to.deep.equal(committed ? ['object'] : []);
+            expect(await record(r.key)).to.equal(null);
+            expect(await expectNothingHalfWritten(r)).to.equal(committed);
+            // The slot: kept by the file; given back by the sweep when the record held it. A crash
+            // between taking it and recording it loses it for the day (nothing names it): known.
+            const expected = committed || done === 1 ? 2 : 1;
+            expect(await slots()).to.equal(expected);
+            await sweep();
+            expect(await slots(), 'a second sweep gives nothing back').to.equal(expected);
+          } finally {
+            r.body?.destroy();
+            await r.put?.catch(() => {});
+          }
+        });
+      }
+    });
+
+    // The steps of a failed upload's clean-up (Upload.abort).
+    describe('a failed upload stopped during its clean-up, then swept', () => {
+      const steps = ['discarded', 'settled'] as const;
+      for (let done = 0; done <= steps.length; done++) {
+        const last = done === 0 ? 'before it began' : `after "${steps[done - 1]}"`;
+        it(`when the clean-up stops ${last}, then the sweep leaves no bytes and the slot comes back once`, async () => {
+          await quota.take(accountId, LIMIT);
+          const key = await recordedUpload();
+          await store.put(key, Readable.from([Buffer.from('failed upload')]));
+          if (done >= 1) await store.discard(key);
+          if (done >= 2) await pending.settleFailedUpload(key, true);
+          await sweep();
+          expect(await store.head(key)).to.equal(undefined);
+          expect(await record(key)).to.equal(null);
+          expect(await slots()).to.equal(1);
+          await sweep();
+          expect(await slots()).to.equal(1);
+        });
+      }
+    });
+
+    // The steps of FileService.delete.
+    describe('a delete stopped between its steps, then swept', () => {
+      const steps = ['row removed', 'object removed', 'record forgotten'] as const;
+      for (let done = 0; done <= steps.length; done++) {
+        const last = done === 0 ? 'before its first step' : `after "${steps[done - 1]}"`;
+        it(`when a delete stops ${last}, then the file is whole or gone (never half), and the sweep leaves neither object nor record`, async () => {
+          const key = await recordedUpload();
+          const data = Buffer.from('a file to delete');
+          await store.put(key, Readable.from([data]));
+          const file = await commitFile(prisma, { accountId, filename: 'doomed.txt', size: data.length, sha256: sha(data), storageKey: key });
+          const slotsBefore = await slots();
+
+          if (done >= 1) expect(await removeFileRow(prisma, accountId, file.id)).to.equal(key);
+          if (done >= 2) await store.delete(key);
+          if (done >= 3) await pending.forgetRemoved(key);
+
+          const visible = async () => {
+            const row = await prisma.file.findUnique({ where: { id: file.id } });
+            const account = await prisma.account.findUniqueOrThrow({ where: { id: accountId } });
+            expect(account.fileCount).to.equal(row ? 1 : 0);
+            expect(Number(account.totalBytes)).to.equal(row ? data.length : 0);
+            if (row) expect((await store.head(key))?.size, 'a visible file has its whole object').to.equal(data.length);
+            return Boolean(row);
+          };
+          expect(await visible()).to.equal(done === 0);
+          if (done >= 1 && (await store.head(key))) expect((await record(key))?.reason, 'the object has a record').to.equal('delete');
+
+          await sweep();
+          expect(await visible()).to.equal(done === 0);
+          expect(Boolean(await store.head(key))).to.equal(done === 0);
+          expect(await record(key)).to.equal(null);
+          expect(await slots(), 'a delete gives no slot back').to.equal(slotsBefore);
+        });
+      }
+    });
+  });
+}

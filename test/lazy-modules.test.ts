@@ -1,0 +1,95 @@
+// What a server loads depends on what its configuration uses (issue 24): no
+// AWS SDK on the local store, no ioredis without REDIS_URL, one database
+// driver. A child process (the compiled build) records every module it loads
+// through a module hook, starts a server, asks it for the OpenAPI document
+// and prints what was loaded before and after.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { expect } from 'chai';
+import { backends, createTestDatabase } from './helpers/databases.js';
+
+const root = resolve(import.meta.dirname, '..');
+const rootUrl = `${pathToFileURL(root).href}/`;
+
+const script = `
+import { registerHooks } from 'node:module';
+const loaded = [];
+registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });
+const { loadConfig } = await import('./dist/config.js');
+const { createLogger, startServer } = await import('./dist/server.js');
+const server = await startServer(loadConfig(process.env), createLogger('silent'));
+const atStart = [...loaded];
+const res = await fetch(server.url + '/api/v1/openapi.json');
+if (res.status !== 200) throw new Error('openapi.json answered ' + res.status);
+await res.arrayBuffer();
+await server.close();
+process.stdout.write(JSON.stringify({ atStart, afterDocs: loaded }));
+`;
+
+async function modulesLoaded(env: Record<string, string>): Promise<{ atStart: string[]; afterDocs: string[] }> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: root,
+    env: { PATH: process.env.PATH, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', ADMIN_TOKEN: 'a'.repeat(32), GC_INTERVAL: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const code = await new Promise((done) => child.once('close', done));
+  expect(code, err).to.equal(0);
+  return JSON.parse(out);
+}
+
+/** The packages among `urls`, by name (`@aws-sdk/client-s3`, `pg`), and our own modules as `dist/...`. */
+function names(urls: string[]): Set<string> {
+  const found = new Set<string>();
+  for (const url of urls) {
+    const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+    if (pkg) found.add(pkg[1]!);
+    else if (url.startsWith(`${rootUrl}dist/`)) found.add(url.slice(rootUrl.length));
+  }
+  return found;
+}
+
+describe('modules a server loads', function () {
+  this.timeout(60_000);
+  let dataDir: string;
+
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'dropstream-modules-'));
+  });
+  afterEach(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('when the store is local, the database embedded and Redis unset, then neither the AWS SDK nor ioredis nor pg is loaded, and the OpenAPI description only when asked for', async () => {
+    const { atStart, afterDocs } = await modulesLoaded({ DATA_DIR: dataDir });
+    const start = names(atStart);
+    // The hook sees what the server does load (the check could fail).
+    expect(start).to.include('dist/storage/local.js').and.include('@electric-sql/pglite').and.include('rate-limiter-flexible');
+    for (const unused of ['@aws-sdk/client-s3', '@smithy/node-http-handler', 'dist/storage/s3.js', 'ioredis', 'pg', '@prisma/adapter-pg', 'hash-wasm', 'tus-js-client']) {
+      expect(start, unused).not.to.include(unused);
+    }
+    expect(start).not.to.include('dist/http/openapi.js');
+    expect(names(afterDocs)).to.include('dist/http/openapi.js');
+  });
+
+  if (backends.includes('postgresql')) {
+    it('when the database is PostgreSQL, then PGlite is not loaded (nor the AWS SDK, nor ioredis)', async () => {
+      const db = await createTestDatabase();
+      try {
+        const start = names((await modulesLoaded({ DATA_DIR: dataDir, DATABASE_URL: db.url })).atStart);
+        expect(start).to.include('@prisma/adapter-pg').and.include('pg');
+        for (const unused of ['@electric-sql/pglite', 'pglite-prisma-adapter', '@aws-sdk/client-s3', 'ioredis']) {
+          expect(start, unused).not.to.include(unused);
+        }
+      } finally {
+        await db.drop();
+      }
+    });
+  }
+});
