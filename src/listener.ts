@@ -151,7 +151,14 @@ export async function drain(server: Server, timeoutMs: number): Promise<Drained>
   const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    for (const socket of open) if (!responding(socket) && !socket.writableEnded) socket.end();
+    for (const socket of open) {
+      if (responding(socket) || socket.writableEnded) continue;
+      // Node's keep-alive timer (started when the response was written)
+      // would destroy the socket 6 s later while its client may still be
+      // reading what the kernel holds; the deadline below is the only one.
+      socket.setTimeout(0);
+      socket.end();
+    }
     if (open.size === 0 || Date.now() >= deadline) break;
     await sleep(50);
   }

@@ -37,6 +37,7 @@ function slowDownload(url: string) {
   return {
     state,
     stop: () => (reading = false),
+    resume: () => (reading = true),
     destroy: () => {
       clearInterval(timer);
       socket.destroy();
@@ -160,12 +161,19 @@ describe('operations: graceful shutdown', () => {
     const log = captureLog();
     const t = await startTestServer('pglite', {}, log.logger);
     const { apiKey } = await t.account();
-    const size = 8 * 1024 * 1024;
+    const size = 4 * 1024 * 1024;
     const up = await uploadFile(t.server.url, apiKey, 'slow.bin', randomBytes(size));
     const client = slowDownload(t.url(up.body.public_link));
     try {
       while (client.state.received < 1024 * 1024) await new Promise((r) => setTimeout(r, 20));
-      await t.server.close(20);
+      // The client pauses for longer than Node's keep-alive timer (5 s + 1 s),
+      // which starts once the kernel holds the rest of the response; that
+      // timer must not end the connection before the client has read it.
+      client.stop();
+      const closing = t.server.close(20);
+      await new Promise((r) => setTimeout(r, 7_000));
+      client.resume();
+      await closing;
       // Headers and body: everything was read before close() returned, and the client saw the end.
       expect(client.state.received).to.be.above(size);
       expect(client.state.ended, 'the client had read to the end when close() returned').to.equal(true);
