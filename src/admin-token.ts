@@ -19,7 +19,9 @@ export async function resolveAdminToken(configured: string | undefined, dataDir:
     throw err;
   });
   if (existing?.trim()) return existing.trim();
-  const token = randomBytes(32).toString('base64url');
+  // Hex, not base64url: one token in 64 began with '-', which a command line
+  // (`dropstream loadtest --admin-token T`, Node's parseArgs) takes for an option.
+  const token = randomBytes(32).toString('hex');
   await makeDir(dataDir);
   // 'wx' refuses to overwrite a token another process wrote meanwhile.
   try {
