@@ -41,7 +41,10 @@ const counters = redis as Redis & { ceilingCount(minute: string, day: string, pe
 
 interface Caller {
   accountId: number;
-  plan: { name: string; perMinute: number; perDay: number; maxFileSize: number; dailyUploads: number };
+  plan: {
+    name: string; perMinute: number; perDay: number; maxFileSize: number; dailyUploads: number;
+    concurrentUploads: number | null; maxTotalSize: number | null; maxExpiresIn: number | null;
+  };
 }
 
 interface State {
@@ -55,7 +58,8 @@ async function lookUp(hash: string): Promise<Caller | undefined> {
   const hit = cache.get(hash);
   if (hit && hit.expires > Date.now()) return hit.caller;
   const { rows } = await db.query(
-    `SELECT a.id, p.name, p.api_access, p.requests_per_minute, p.requests_per_day, p.max_file_size, p.daily_uploads
+    `SELECT a.id, p.name, p.api_access, p.requests_per_minute, p.requests_per_day, p.max_file_size, p.daily_uploads,
+            p.concurrent_uploads, p.max_total_size, p.max_expires_in
      FROM api_keys k JOIN accounts a ON a.id = k.account_id JOIN plans p ON p.id = a.plan_id
      WHERE k.hash = $1 AND k.revoked_at IS NULL`,
     [hash],
@@ -64,7 +68,10 @@ async function lookUp(hash: string): Promise<Caller | undefined> {
   if (!row?.api_access) return undefined;
   const caller: Caller = {
     accountId: row.id,
-    plan: { name: row.name, perMinute: row.requests_per_minute, perDay: row.requests_per_day, maxFileSize: Number(row.max_file_size), dailyUploads: row.daily_uploads },
+    plan: {
+      name: row.name, perMinute: row.requests_per_minute, perDay: row.requests_per_day, maxFileSize: Number(row.max_file_size), dailyUploads: row.daily_uploads,
+      concurrentUploads: row.concurrent_uploads, maxTotalSize: row.max_total_size === null ? null : Number(row.max_total_size), maxExpiresIn: row.max_expires_in,
+    },
   };
   if (spec.keyCacheMs) cache.set(hash, { caller, expires: Date.now() + spec.keyCacheMs });
   return caller;
@@ -78,8 +85,9 @@ const file = (row: Record<string, any>) => ({
   upload_date: date(row.created_at),
   download_count: Number(row.download_count),
   public_link: `${spec.publicUrl}/download/${row.link_token}`,
+  expires_at: row.expires_at ? date(row.expires_at) : null,
 });
-const FILE_COLUMNS = 'id, filename, size, created_at, download_count, link_token';
+const FILE_COLUMNS = 'id, filename, size, created_at, download_count, link_token, expires_at';
 
 const app = new Koa();
 app.use(async (ctx, next) => {
@@ -138,7 +146,10 @@ router.get('/stats', async (ctx) => {
   ctx.body = {
     success: true,
     stats: { total_files: rows[0].file_count, total_size: Number(rows[0].total_bytes) },
-    limits: { max_file_size: plan.maxFileSize, daily_uploads: plan.dailyUploads },
+    limits: {
+      max_file_size: plan.maxFileSize, daily_uploads: plan.dailyUploads, concurrent_uploads: plan.concurrentUploads,
+      max_total_size: plan.maxTotalSize, max_expires_in: plan.maxExpiresIn,
+    },
     plan: plan.name.toLowerCase(),
   };
 });
