@@ -43,7 +43,7 @@ FROM node:24-bookworm-slim AS runtime
 WORKDIR /app
 
 # MALLOC_*: what bin/dropstream.js sets for `serve` when they are unset (glibc
-# hands freed upload part buffers back to the system at once; docs/performance.md,
+# hands freed part buffers and socket reads back to the system at once; docs/performance.md,
 # Memory); set here, the launcher starts the server without re-executing itself.
 # SHUTDOWN_TIMEOUT=7: `docker stop` sends SIGTERM and, by default, SIGKILL
 # 10 s later; 7 s for requests in progress to finish leaves 3 s to clean up
@@ -53,7 +53,7 @@ WORKDIR /app
 # --stop-timeout; Kubernetes terminationGracePeriodSeconds, 30 by default).
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
-    MALLOC_MMAP_THRESHOLD_=131072 \
+    MALLOC_MMAP_THRESHOLD_=65536 \
     HOST=0.0.0.0 \
     DATA_DIR=/data \
     SHUTDOWN_TIMEOUT=7

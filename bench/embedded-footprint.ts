@@ -57,7 +57,7 @@ async function serve(env: Record<string, string>): Promise<Server> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' };
   delete childEnv.NODE_OPTIONS;
   const child = spawn(process.execPath, ['bin/dropstream.js', 'serve'], {
-    env: { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', ...childEnv },
+    env: { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536', ...childEnv },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const ready = await new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {

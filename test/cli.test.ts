@@ -304,7 +304,7 @@ describe('dropstream serve', () => {
     expect(listening.adminUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(listening.database).to.equal('pglite');
     // The launcher set glibc's allocator and re-executed itself: the process spawned is the server.
-    expect(await mallocEnv(serve.child.pid!)).to.deep.equal({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' });
+    expect(await mallocEnv(serve.child.pid!)).to.deep.equal({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536' });
     expect(serve.logs.find((line) => line.msg === 'applied migrations')?.migrations).to.include.members(['20261121231846_init', '20261121231900_seed_plans']);
 
     const tokenFile = await stat(join(dataDir, 'admin-token'));
@@ -345,7 +345,7 @@ describe('dropstream serve', () => {
     const other = startServe({ DATA_DIR: otherDir, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', MALLOC_ARENA_MAX: '4' });
     try {
       await other.waitForLog('dropstream listening');
-      expect(await mallocEnv(other.child.pid!)).to.deep.equal({ MALLOC_ARENA_MAX: '4', MALLOC_MMAP_THRESHOLD_: '131072' });
+      expect(await mallocEnv(other.child.pid!)).to.deep.equal({ MALLOC_ARENA_MAX: '4', MALLOC_MMAP_THRESHOLD_: '65536' });
       // Signals reach the server itself: SIGINT stops it gracefully, exit code 0.
       other.child.kill('SIGINT');
       expect(await exitOf(other.child)).to.deep.equal({ code: 0, signal: null });

@@ -354,7 +354,7 @@ describe('Dockerfile', () => {
     const copied = runtime.lines.filter(([op]) => op === 'COPY').map(([, args]) => args.split(/\s+/).at(-1));
     expect(copied).to.include.members(['./node_modules', './dist', './prisma', './bin', './package.json']);
     const env = runtime.lines.filter(([op]) => op === 'ENV').map(([, args]) => args).join(' ');
-    for (const setting of ['NODE_ENV=production', 'MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072', 'HOST=0.0.0.0', 'DATA_DIR=/data']) {
+    for (const setting of ['NODE_ENV=production', 'MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=65536', 'HOST=0.0.0.0', 'DATA_DIR=/data']) {
       expect(env).to.include(setting);
     }
   });

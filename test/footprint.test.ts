@@ -35,7 +35,7 @@ describe('footprint of the embedded default (PGlite, local objects)', function (
       DATA_DIR: dataDir,
       GC_INTERVAL: '0',
       MALLOC_ARENA_MAX: '2',
-      MALLOC_MMAP_THRESHOLD_: '131072',
+      MALLOC_MMAP_THRESHOLD_: '65536',
     });
     const pid = server.child.pid!;
     const started = await memory(pid);

@@ -36,7 +36,7 @@ export async function createDatabase(): Promise<BenchDatabase> {
  * image use: glibc returns freed part buffers to the system at once
  * (docs/performance.md, Memory).
  */
-export const MALLOC_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
+export const MALLOC_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536' };
 
 /** This process's environment without what would change how a child Node runs. */
 export function cleanEnv(): NodeJS.ProcessEnv {

@@ -207,7 +207,7 @@ export function markdown(meta: Meta, results: Comparison[]): string {
     `Written by \`${meta.command}\` (${meta.mode} mode) on ${meta.date}, in ${Math.round(meta.duration_s / 60)} min.`,
     '',
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memory_gib} GiB RAM, ${m.os}, Linux ${m.kernel}; Node ${m.node}.`,
-    `Server settings: defaults (8 MiB parts, 2 in flight, UPLOAD_CONCURRENCY 32) with MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_=131072${Object.keys(meta.server_env).length ? `; overrides: ${Object.entries(meta.server_env).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}.`,
+    `Server settings: defaults (8 MiB parts, 2 in flight, UPLOAD_CONCURRENCY 32) with MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_=65536${Object.keys(meta.server_env).length ? `; overrides: ${Object.entries(meta.server_env).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}.`,
     '',
     `**Two cores are shared** by s3rver (single-threaded, the slowest party in every S3 run), the server under test and the client;`,
     'the CPU columns show who was busy. Every party runs in its own process; peak RSS is the kernel\'s VmHWM of that process, reset',
