@@ -15,17 +15,15 @@ import { expect } from 'chai';
 import { filenameFromDisposition } from '../src/cli/download.js';
 import { multipartFraming } from '../src/cli/transfer.js';
 import { createProgress, formatBytes, formatProgress } from '../src/cli/progress.js';
-import { configVariables } from '../src/config.js';
 import { PUBLIC_URL, startTestServer, type TestServer } from './helpers/server.js';
 import { startCuttingProxy } from './helpers/cutting-proxy.js';
+import { envWithoutConfig, runToExit } from './helpers/run-to-exit.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const bin = join(root, 'bin', 'dropstream.js');
 
 /** This process's environment without anything dropstream reads. */
-const baseEnv = Object.fromEntries(
-  Object.entries(process.env).filter(([name]) => !configVariables.includes(name) && !name.startsWith('DROPSTREAM_') && name !== 'ADMIN_URL'),
-);
+const baseEnv = envWithoutConfig((name) => name.startsWith('DROPSTREAM_') || name === 'ADMIN_URL');
 
 interface CliResult {
   code: number | null;
@@ -34,14 +32,7 @@ interface CliResult {
 }
 
 async function runCli(args: string[], { env = {}, cwd = root, deadlineMs = 30_000 }: { env?: Record<string, string>; cwd?: string; deadlineMs?: number } = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [bin, ...args], { cwd, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
-  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
-  clearTimeout(timer);
+  const { code, signal, stdout, stderr } = await runToExit([bin, ...args], { cwd, env: { ...baseEnv, ...env }, deadlineMs });
   if (signal === 'SIGKILL') throw new Error(`dropstream ${args.join(' ')} did not exit\nstdout: ${stdout}\nstderr: ${stderr}`);
   return { code, stdout, stderr };
 }

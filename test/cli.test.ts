@@ -7,18 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { configVariables } from '../src/config.js';
 import { call } from './helpers/client.js';
 import { backends, createTestDatabase } from './helpers/databases.js';
+import { envWithoutConfig, runToExit } from './helpers/run-to-exit.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const bin = join(root, 'bin', 'dropstream.js');
 
 /** This process's environment without anything dropstream reads (glibc's MALLOC_* too), so only what a test passes reaches the child. */
-const baseEnv = Object.fromEntries(
-  Object.entries(process.env).filter(([name]) => !configVariables.includes(name) && name !== 'ADMIN_URL' && !name.startsWith('MALLOC_')),
-);
+const baseEnv = envWithoutConfig((name) => name === 'ADMIN_URL' || name.startsWith('MALLOC_'));
 
 /** The MALLOC_* variables a running process has (/proc/<pid>/environ: what it was started, or re-executed, with). */
 async function mallocEnv(pid: number): Promise<Record<string, string>> {
@@ -36,14 +34,7 @@ interface CliResult {
 
 /** Runs `dropstream ...args` to completion; rejects when it outlives `timeoutMs`. */
 async function runCli(args: string[], env: Record<string, string>, timeoutMs = 15_000): Promise<CliResult> {
-  const child = spawn(process.execPath, [bin, ...args], { cwd: root, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
-  clearTimeout(timer);
+  const { code, signal, stdout, stderr } = await runToExit([bin, ...args], { cwd: root, env: { ...baseEnv, ...env }, deadlineMs: timeoutMs });
   if (signal === 'SIGKILL') throw new Error(`dropstream ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`);
   return { code, stdout, stderr, lines: stdout.split('\n').filter((line) => line !== '') };
 }

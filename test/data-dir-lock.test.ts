@@ -2,35 +2,26 @@
 // would keep its own copy of PGlite's pages and lose what the other wrote.
 // Driven as an operator meets it, with real `dropstream` child processes
 // (the compiled CLI: `npm run build` first).
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { configVariables } from '../src/config.js';
 import { DataDirLockedError, lockDataDir, type LockHolder } from '../src/db/data-dir-lock.js';
 import { openDatabase } from '../src/db/client.js';
 import { call, uploadFile } from './helpers/client.js';
 import { backends, createTestDatabase } from './helpers/databases.js';
+import { envWithoutConfig, runToExit } from './helpers/run-to-exit.js';
 import { startServerProcess, type ServerProcess } from './helpers/server-process.js';
 
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !configVariables.includes(name)));
+const baseEnv = envWithoutConfig();
 
 /** Runs `dropstream ...args` to its end (or kills it after `timeoutMs`). */
 async function dropstream(args: string[], env: Record<string, string>, timeoutMs = 20_000) {
-  const child = spawn(process.execPath, ['bin/dropstream.js', ...args], {
+  const { code, signal, stdout, stderr } = await runToExit(['bin/dropstream.js', ...args], {
     env: { ...baseEnv, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    deadlineMs: timeoutMs,
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
-  clearTimeout(timer);
   return { code, signal, stdout, stderr };
 }
 

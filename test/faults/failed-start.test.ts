@@ -4,41 +4,29 @@
 // Each case fails one step with everything before it open: PostgreSQL,
 // Redis (commands, pub/sub, release notices), the sweep timer.
 // Driven through test/helpers/start-once.mjs on the build (`npm run build` first).
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { configVariables } from '../../src/config.js';
 import { createTestDatabase } from '../helpers/databases.js';
+import { envWithoutConfig, runToExit } from '../helpers/run-to-exit.js';
 
 type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>;
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !configVariables.includes(name)));
+const baseEnv = envWithoutConfig();
 const DEADLINE_MS = 20_000;
 
 /** Runs one start to the end of its process; killed at the deadline, which fails the test. */
 async function startOnce(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['test/helpers/start-once.mjs'], {
-    cwd: root,
+  const { code, signal, stdout, stderr, ms } = await runToExit(['test/helpers/start-once.mjs'], {
     env: { ...baseEnv, HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    deadlineMs: DEADLINE_MS,
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const started = Date.now();
-  const timer = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS);
-  const [code, signal] = await once(child, 'close');
-  clearTimeout(timer);
   expect(signal, `the process was still alive at the ${DEADLINE_MS} ms deadline (something was left open); stdout: ${stdout} stderr: ${stderr}`).to.equal(null);
-  return { code: code as number, stdout, stderr, ms: Date.now() - started };
+  return { code: code as number, stdout, stderr, ms };
 }
 
 /** A port something else listens on. */

@@ -2,36 +2,28 @@
 // anything is migrated: a port in use, a DATA_DIR that cannot be made, an
 // S3_ENDPOINT without a scheme, a Node older than package.json's engines.
 // Driven as `dropstream serve` in a child process (the compiled CLI: `npm run build` first).
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { nodeVersionWarning } from '../../src/cli/preflight.js';
-import { ConfigError, configVariables, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { makeDir } from '../../src/make-dir.js';
+import { envWithoutConfig, runToExit } from '../helpers/run-to-exit.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !configVariables.includes(name)));
+const baseEnv = envWithoutConfig();
 
 /** Runs the CLI to its exit (killed at the deadline, which then fails the test); its exit code, stdout and stderr. */
 async function run(args: string[], env: Record<string, string>, node = process.execPath, deadlineMs = 20_000) {
-  const child = spawn(node, ['bin/dropstream.js', ...args], {
-    cwd: root,
+  const { code, signal, stdout, stderr } = await runToExit(['bin/dropstream.js', ...args], {
     env: { ...baseEnv, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    node,
+    deadlineMs,
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const timer = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
-  const [code, signal] = await once(child, 'close');
-  clearTimeout(timer);
   expect(signal, `killed at the ${deadlineMs} ms deadline; stderr: ${stderr}`).to.equal(null);
   return { code: code as number, stdout, stderr };
 }
