@@ -5,7 +5,7 @@
 // bench/scenarios/soak.ts measured the process resting at its peak. One full
 // collection once requests stop gives the heap's pages and the freed
 // buffers back to the system.
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -34,19 +34,25 @@ export interface IdleCollectOptions {
   minGrowthBytes: number;
   /** Told what a collection gave back (the server logs it at debug level). */
   onCollect?: (report: { freed_mib: number; took_ms: number }) => void;
+  /** Paths whose requests are not load (health probes every few seconds would otherwise keep a collection from ever running). */
+  ignorePaths?: readonly string[];
 }
 
 /**
  * Collects once when `servers` have had no new request for quietMs after a
  * burst that grew V8's memory by minGrowthBytes; a health check every few
- * seconds grows nothing and triggers nothing. Returns the function that stops it.
+ * seconds (ignorePaths) neither counts as a request nor keeps one from running.
+ * Returns the function that stops it.
  */
 export function collectWhenIdle(servers: Server[], options: IdleCollectOptions): () => void {
   const gc = findCollector();
   let requests = 0;
   let seen = 0;
   let baseline = held();
-  const count = () => void (requests += 1);
+  const ignored = new Set(options.ignorePaths ?? []);
+  const count = (req: IncomingMessage) => {
+    if (!ignored.has((req.url ?? '').split('?')[0]!)) requests += 1;
+  };
   for (const server of servers) server.on('request', count);
   const timer = setInterval(() => {
     if (requests !== seen) {

@@ -34,6 +34,7 @@ import { Metrics } from './metrics.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
 import { openStore } from './storage/open.js';
 import { StoreHealth } from './storage/store-health.js';
+import { HEALTH_PATHS } from './http/health-routes.js';
 import type { StoreCallObserver } from './storage/store-deadlines.js';
 
 export interface RunningServer {
@@ -338,6 +339,7 @@ export async function startServer(
     const stopCollecting = collectWhenIdle([server], {
       quietMs: 10_000,
       minGrowthBytes: 16 * 1024 * 1024,
+      ignorePaths: HEALTH_PATHS,
       onCollect: (report) => logger.debug(report, 'memory collected after load'),
     });
     closers.add('idle collection', stopCollecting);

@@ -11,15 +11,15 @@ const MiB = 1024 * 1024;
 let kept: unknown[] = [];
 
 /** A server whose requests leave garbage behind: `garbageMiB` of JS objects each. */
-async function serverMaking(garbageMiB: number): Promise<{ server: Server; get(): Promise<void> }> {
-  const server = createServer((_req, res) => {
-    // Objects on V8's heap (not buffers), dropped when the next request comes.
-    kept = Array.from({ length: garbageMiB * 16 }, () => new Array(8192).fill(Math.random()));
+async function serverMaking(garbageMiB: number): Promise<{ server: Server; get(path?: string): Promise<void> }> {
+  const server = createServer((req, res) => {
+    // Objects on V8's heap (not buffers), dropped when the next request comes; a health probe makes none.
+    if (!req.url!.startsWith('/healthz')) kept = Array.from({ length: garbageMiB * 16 }, () => new Array(8192).fill(Math.random()));
     res.end('ok');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { server, get: async () => void (await (await fetch(`http://127.0.0.1:${port}/`)).text()) };
+  return { server, get: async (path = '/') => void (await (await fetch(`http://127.0.0.1:${port}${path}`)).text()) };
 }
 
 describe('collectWhenIdle', () => {
@@ -69,6 +69,21 @@ describe('collectWhenIdle', () => {
       await sleep(150);
     }
     expect(collections).to.equal(0);
+  });
+
+  it('when health probes come more often than the quiet period after a burst, then they do not count and the collection still runs', async () => {
+    const { server, get } = await serverMaking(16);
+    servers.push(server);
+    let collections = 0;
+    stops.push(collectWhenIdle([server], { quietMs: 200, minGrowthBytes: 8 * MiB, ignorePaths: ['/healthz'], onCollect: () => collections++ }));
+    for (let i = 0; i < 6; i++) await get();
+    kept = [];
+    const until = Date.now() + 900;
+    while (Date.now() < until) {
+      await get('/healthz?probe=1');
+      await sleep(40);
+    }
+    expect(collections).to.equal(1);
   });
 
   it('when it is stopped, then it neither collects nor listens for requests any more', async () => {
