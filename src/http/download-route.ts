@@ -136,6 +136,9 @@ export function downloadRoutes({ files, tokenFailures, metrics, onCountError }: 
 
     const exact = exactBody(body, length);
     ctx.body = exact;
+    // A client that left while the download was being opened has had its
+    // 'close' already: give back all that was reserved for it now.
+    if (ctx.res.destroyed) return void settle(0).catch(onCountError);
     // 'finish' means every byte, the last included, was accepted by the
     // connection without an error; a client that hangs up first causes
     // 'close' alone, and is not counted (a limited link gets back what never
