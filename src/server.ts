@@ -302,10 +302,6 @@ export async function startServer(
     if (!isLoopback(config.adminHost)) {
       logger.warn({ adminHost: config.adminHost }, 'the admin listener is reachable from other machines: keep ADMIN_PORT off the internet (firewall, private network)');
     }
-    if (config.gcInterval > 0) {
-      const sweepTimer = setInterval(() => services.sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed')), config.gcInterval * 1000).unref();
-      closers.add('sweep timer', () => clearInterval(sweepTimer));
-    }
 
     const timeouts = { headersSeconds: config.headersTimeout, idleSeconds: config.idleTimeout };
     const server = createListener(app.callback(), timeouts);
@@ -330,6 +326,12 @@ export async function startServer(
       const sum = (key: keyof Drained) => drained.reduce((total, d) => total + d[key], 0);
       logger.info({ cut_connections: sum('cut'), still_delivering: sum('delivering'), uploads_left: tools.uploadGate.inFlight }, 'stopped');
     });
+    // After the listeners' closer: closers run last in, first out, so no sweep
+    // starts during the drain, with the store and database closed under it.
+    if (config.gcInterval > 0) {
+      const sweepTimer = setInterval(() => services.sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed')), config.gcInterval * 1000).unref();
+      closers.add('sweep timer', () => clearInterval(sweepTimer));
+    }
     const url = await listen(server, config.port, config.host);
     listening.push(server);
     const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
