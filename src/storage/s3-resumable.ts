@@ -8,7 +8,7 @@
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import { ObjectStoreError } from './object-store.js';
-import { DEFAULT_DEADLINES, idleBounded } from './store-deadlines.js';
+import { DEFAULT_DEADLINES, idleBounded, type StoreCallObserver } from './store-deadlines.js';
 import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
 import { abortParts, completeParts, deleteObject, isMissing, objectSize, PartWriter, putObject, storeError, type S3Bucket, type SharedPartBuffers } from './s3-parts.js';
 
@@ -33,6 +33,8 @@ export interface S3ResumableContext extends S3Bucket {
   shared?: SharedPartBuffers;
   /** Milliseconds a read of a tail may wait for its next bytes. */
   readIdleMs?: number;
+  /** Told of each read's outcome, as the store's other calls are (metrics, /readyz). */
+  observe?: StoreCallObserver;
 }
 
 const tailKey = (key: string, slot: 0 | 1) => `${key}.tail${slot}`;
@@ -48,7 +50,7 @@ async function readInto(ctx: S3ResumableContext, key: string, into: Buffer): Pro
   const res = await ctx.client.send(new GetObjectCommand({ Bucket: ctx.bucket, Key: key })).catch(storeError('reading the tail of an upload'));
   let length = 0;
   try {
-    for await (const chunk of idleBounded(res.Body as Readable, 'get_object', ctx.readIdleMs ?? DEFAULT_DEADLINES.readIdleMs)) {
+    for await (const chunk of idleBounded(res.Body as Readable, 'get_object', ctx.readIdleMs ?? DEFAULT_DEADLINES.readIdleMs, ctx.observe)) {
       if (length + chunk.length > into.length) throw new ObjectStoreError(`the tail ${key} is larger than a part`);
       length += chunk.copy(into, length);
     }

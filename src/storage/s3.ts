@@ -231,7 +231,7 @@ export class S3ObjectStore implements ObjectStore {
   // Resumable uploads: see s3-resumable.ts.
 
   private get resumable(): S3ResumableContext {
-    return { client: this.client, bucket: this.bucket, partsInFlight: this.options.partsInFlight, shared: this.sharedBuffers, readIdleMs: this.deadlines.readIdleMs };
+    return { client: this.client, bucket: this.bucket, partsInFlight: this.options.partsInFlight, shared: this.sharedBuffers, readIdleMs: this.deadlines.readIdleMs, observe: this.hooks.observe };
   }
 
   async startResumable(_key: string, options: { maxSize: number }): Promise<ResumableState> {
