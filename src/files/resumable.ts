@@ -326,7 +326,11 @@ export class ResumableUploads {
   async terminate(caller: Caller, id: string): Promise<void> {
     const lease = await this.leases.acquire(id, caller.accountId);
     const now = this.clock();
-    const view = await this.records.find(id, caller.accountId, now);
+    // A lease held renews itself until released: a failed read must let it go.
+    const view = await this.records.find(id, caller.accountId, now).catch(async (err: unknown) => {
+      await lease?.release();
+      throw err;
+    });
     if (!lease) {
       if (view?.file) throw resumableErrors.complete();
       if (view?.pending && view.locked && view.expiresAt > now) throw resumableErrors.busy();
