@@ -170,14 +170,15 @@ export class ResumableUploads {
    * The upload's state (HEAD). A request writing to it now is asked to stop
    * (newest request wins), so the offset is what it stored when it did.
    * Finishes the upload if its last request stored every byte but was cut
-   * short before it became a file.
+   * short before it became a file. `takeOver: false` (the JSON view, polled
+   * for progress) reads the state without stopping the request writing it.
    */
-  async status(caller: Caller, id: string): Promise<UploadStatus> {
+  async status(caller: Caller, id: string, { takeOver = true } = {}): Promise<UploadStatus> {
     const now = this.clock();
     let view = await this.records.find(id, caller.accountId, now);
     if (view?.file) return statusOf(view, view.file);
     if (!view?.pending || view.expiresAt <= now) throw resumableErrors.notFound();
-    if (view.locked) {
+    if (view.locked && takeOver) {
       // Read again even when there was nothing to take over: the holder may
       // have committed and let go between our read and the takeover, and the
       // offset read before is then stale (a client sent from 0 again).

@@ -265,7 +265,8 @@ async function terminateUpload(tus: Tus, ctx: Ctx): Promise<void> {
 
 /** GET, not tus: the upload as JSON, with the file it became (null until then). */
 async function uploadAsJson(tus: Tus, ctx: Ctx): Promise<void> {
-  const upload = await tus.resumable.status(ctx.state.caller, uploadId(ctx));
+  // A progress poll, not a client resuming: it must not stop the PATCH it watches.
+  const upload = await tus.resumable.status(ctx.state.caller, uploadId(ctx), { takeOver: false });
   ctx.set('Cache-Control', 'no-store');
   ctx.body = {
     success: true,
