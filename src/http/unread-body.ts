@@ -43,6 +43,9 @@ export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): voi
     const timer = setTimeout(() => socket.destroy(), GRACE_MS).unref();
     socket.once('close', () => clearTimeout(timer));
     let drained = 0;
+    // A body stream nobody read (detachableBody, a PATCH refused before its
+    // body) would take the data and pause the request again at once.
+    req.unpipe();
     req.on('data', (chunk: Buffer) => {
       drained += chunk.length;
       if (drained > DRAIN_BYTES) req.pause();
