@@ -23,12 +23,15 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
 
-// Pushes the expiry of this process's leases (pairs of key, member) on.
+// Pushes the expiry of this process's leases (pairs of key, member) on; adds
+// them back when they lapsed (a Redis outage longer than a lease), since their
+// uploads still run. A lease released while this is on its way comes back for
+// at most one lease period.
 const RENEW = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 for i, key in ipairs(KEYS) do
-  redis.call('ZADD', key, 'XX', now + tonumber(ARGV[1]), ARGV[i + 1])
+  redis.call('ZADD', key, now + tonumber(ARGV[1]), ARGV[i + 1])
   redis.call('PEXPIRE', key, ARGV[1])
 end
 return 0`;
