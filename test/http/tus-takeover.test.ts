@@ -109,6 +109,30 @@ describe('resumable uploads: the newest request wins', function () {
     }
   }
 
+  it('when the JSON view of an upload is polled during a live PATCH, then it shows the progress and the PATCH goes on to 204 (a progress poll is not a resuming client)', async () => {
+    const server = await tusServer('pglite', 'local', () => s3);
+    try {
+      const { apiKey } = await server.t.account();
+      const small = data.subarray(0, 9 * MiB);
+      const url = uploadUrl(server.t.server.url, await create(server.t.server.url, apiKey, { length: small.length }));
+      const live = streamingPatch(url, apiKey, 0, small.length);
+      await live.send(small.subarray(0, 6 * MiB));
+      await sleep(500); // let the server read what was sent
+      const polls = [];
+      for (let i = 0; i < 3; i++) polls.push(await call(url, { key: apiKey }));
+      for (const poll of polls) expect(poll.status).to.equal(200);
+      const last = polls.at(-1)!.body as { upload: { offset: number; length: number } };
+      expect(last.upload.length).to.equal(small.length);
+      expect(last.upload.offset).to.be.within(0, 6 * MiB);
+      live.end(small.subarray(6 * MiB));
+      const done = await live.response;
+      expect(done.status).to.equal(204);
+      expect(sha(await download(server.t, String(done.headers?.['dropstream-public-link'])))).to.equal(sha(small));
+    } finally {
+      await server.close();
+    }
+  });
+
   for (const backend of backends) {
     it(`when a HEAD comes while a PATCH's client is alive and still sending (${backend}), then that PATCH gives way within 2 s (a quarter of the default takeover time), answers 409 with the offset it stored, and the HEAD answers the same`, async () => {
       const server = await tusServer(backend, 'local', () => s3);
