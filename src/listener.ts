@@ -171,5 +171,18 @@ export async function drain(server: Server, timeoutMs: number): Promise<Drained>
     socket.destroy();
   }
   await closed;
+  stopConnectionsCheck(server);
   return drained;
+}
+
+/**
+ * http.Server's close() stops the timer that checks headersTimeout every
+ * connectionsCheckingInterval; drain() closes the server as a net.Server, so
+ * it stops that timer itself. Unstopped, it ran every second for the rest of
+ * the process and kept the app and its services reachable (unref'd, so
+ * nothing showed). Node keeps the timer under a symbol named as below.
+ */
+function stopConnectionsCheck(server: Server): void {
+  const key = Object.getOwnPropertySymbols(server).find((s) => s.description === 'http.server.connectionsCheckingInterval');
+  if (key) clearInterval((server as unknown as Record<symbol, NodeJS.Timeout | undefined>)[key]);
 }
