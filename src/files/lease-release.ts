@@ -33,23 +33,38 @@ export async function postgresCarrier(url: string, logger: Logger, onRequest: (i
   let client: Client | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
-  const connect = async () => {
+  let failing = false;
+  // Every failure (a lost connection, a failed connect or LISTEN) schedules
+  // the next try, so a PostgreSQL restart of any length is followed.
+  const retryLater = () => {
+    if (!closed) retry = setTimeout(() => void connect(), 1000).unref();
+  };
+  const connect = async (): Promise<void> => {
     const next = new pg.Client({ connectionString: url });
     next.on('notification', (n) => n.channel === PG_CHANNEL && n.payload && onRequest(n.payload));
     next.on('error', (err) => {
+      if (client !== next) return; // a connect that fails is handled below
       logger.warn({ err: err.message }, 'upload release listener lost its PostgreSQL connection; reconnecting');
       client = undefined;
       next.end().catch(() => {});
-      if (!closed) retry = setTimeout(() => void connect().catch(() => {}), 1000).unref();
+      retryLater();
     });
-    await next.connect();
-    await next.query(`LISTEN ${PG_CHANNEL}`);
-    client = next;
+    try {
+      await next.connect();
+      await next.query(`LISTEN ${PG_CHANNEL}`);
+      if (closed) return void (await next.end().catch(() => {}));
+      client = next;
+      if (failing) logger.info('upload release listener connected to PostgreSQL again');
+      failing = false;
+    } catch (err) {
+      // One line per outage, not one a second.
+      if (!failing) logger.warn({ err: (err as Error).message }, 'upload release listener could not connect to PostgreSQL; retrying every second');
+      failing = true;
+      next.end().catch(() => {});
+      retryLater();
+    }
   };
-  await connect().catch((err: Error) => {
-    logger.warn({ err: err.message }, 'upload release listener could not connect; retrying');
-    retry = setTimeout(() => void connect().catch(() => {}), 1000).unref();
-  });
+  await connect();
   return {
     publish: async (id) => {
       if (!client) throw new Error('upload release listener not connected');
