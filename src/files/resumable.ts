@@ -240,6 +240,10 @@ export class ResumableUploads {
     }
 
     const quota = caller.plan.maxTotalSize;
+    // What this request reserved beyond what it keeps goes back when it ends,
+    // however it ends (a failed store call, a checksum that did not match);
+    // a crash leaves it to the commit or the sweep.
+    let kept = row.offset;
     const written = await writeBody(this.options.store, row, input, {
       length,
       limit,
@@ -257,10 +261,15 @@ export class ResumableUploads {
         graceMs: this.settleMs,
         error: (reason) => (reason instanceof LeaseTakenOver || !(reason instanceof Error) ? resumableErrors.busy() : reason),
       },
-    });
+    })
+      .then((result) => {
+        if (!result.checksumFailed) kept = result.offset;
+        return result;
+      })
+      .finally(async () => {
+        if (quota !== null) await this.storage.trim(row.storageKey, kept).catch(this.options.onCleanupError);
+      });
     const { interrupted } = written;
-    // What this request reserved beyond what it stored goes back now; a crash leaves it to the commit or the sweep.
-    if (quota !== null) await this.storage.trim(row.storageKey, written.offset).catch(this.options.onCleanupError);
     if (interrupted instanceof FileTooLarge) {
       await this.remove(row.id, { token });
       throw interrupted;
