@@ -102,14 +102,16 @@ export class StorageQuota {
    * too, the youngest of them gives way with 403 storage_quota_exceeded,
    * and the others try again. So uploads racing for the last bytes end with
    * as many stored as fit, the oldest first, and never one byte past the
-   * quota. `held` is what the upload already holds.
+   * quota. `held` is what the upload already holds. Once `stopped` is
+   * aborted (its upload is gone), a wait ends at its next try.
    */
-  admitter(accountId: number, storageKey: string, limit: number, held = 0): (after: number) => Promise<void> {
+  admitter(accountId: number, storageKey: string, limit: number, held = 0, stopped?: AbortSignal): (after: number) => Promise<void> {
     return async (after) => {
       if (after <= held) return;
       const deadline = Date.now() + this.waitMs;
       let pause = RETRY_MS;
       for (let waiting = false; ; waiting = true) {
+        stopped?.throwIfAborted();
         const granted = await this.reserve(accountId, storageKey, after - held, limit);
         if (granted > 0) {
           held += granted;
@@ -157,7 +159,10 @@ export class StorageQuota {
 
   /** A pass-through stream that lets no byte by before it is reserved (admitter), for a plain upload. */
   gate(accountId: number, storageKey: string, limit: number): Transform {
-    const admit = this.admitter(accountId, storageKey, limit);
+    // Destroyed (the client left, the store failed): a wait for room stops
+    // instead of reserving for an upload that is being cleaned up.
+    const gone = new AbortController();
+    const admit = this.admitter(accountId, storageKey, limit, 0, gone.signal);
     let passed = 0;
     return new Transform({
       transform(chunk: Buffer, _encoding, done: TransformCallback) {
@@ -165,6 +170,10 @@ export class StorageQuota {
           passed += chunk.length;
           done(null, chunk);
         }, done);
+      },
+      destroy(err, done) {
+        gone.abort();
+        done(err);
       },
     });
   }
