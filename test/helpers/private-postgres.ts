@@ -27,7 +27,8 @@ export function createPrivatePostgres(settings: Record<string, string> = {}): Pr
   const root = mkdtempSync(join(tmpdir(), 'dropstream-pg-'));
   chownSync(root, Number(execFileSync('id', ['-u', 'postgres']).toString()), Number(execFileSync('id', ['-g', 'postgres']).toString()));
   const data = join(root, 'data');
-  const port = 25000 + Math.floor(Math.random() * 10000);
+  // Below the ephemeral range (32768-60999 here), where a client socket of any process may hold a port.
+  const port = 20000 + Math.floor(Math.random() * 12000);
   asPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres']);
   const pgCtl = (...args: string[]) => asPostgres('pg_ctl', ['-D', data, ...args]);
   const extra = Object.entries(settings).map(([k, v]) => ` -c ${k}=${v}`).join('');
