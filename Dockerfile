@@ -44,7 +44,8 @@ WORKDIR /app
 
 # MALLOC_*: what bin/dropstream.js sets for `serve` when they are unset (glibc
 # hands freed part buffers and socket reads back to the system at once; docs/performance.md,
-# Memory); set here, the launcher starts the server without re-executing itself.
+# Memory). The launcher also gives V8 its heap sizes, which only node's own
+# flags can set, by re-executing itself once (the same pid).
 # SHUTDOWN_TIMEOUT=7: `docker stop` sends SIGTERM and, by default, SIGKILL
 # 10 s later; 7 s for requests in progress to finish leaves 3 s to clean up
 # cut uploads and close (measured: 0.4-1.7 s after cutting an upload and a

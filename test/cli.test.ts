@@ -18,6 +18,12 @@ const bin = join(root, 'bin', 'dropstream.js');
 /** This process's environment without anything dropstream reads (glibc's MALLOC_* too), so only what a test passes reaches the child. */
 const baseEnv = envWithoutConfig((name) => name === 'ADMIN_URL' || name.startsWith('MALLOC_'));
 
+/** The node flags a running process was started, or re-executed, with (/proc/<pid>/cmdline, up to the script). */
+async function nodeFlags(pid: number): Promise<string[]> {
+  const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').slice(1);
+  return args.slice(0, args.findIndex((arg) => arg.endsWith('dropstream.js')));
+}
+
 /** The MALLOC_* variables a running process has (/proc/<pid>/environ: what it was started, or re-executed, with). */
 async function mallocEnv(pid: number): Promise<Record<string, string>> {
   const entries = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter((entry) => entry.startsWith('MALLOC_'));
@@ -296,6 +302,8 @@ describe('dropstream serve', () => {
     expect(listening.database).to.equal('pglite');
     // The launcher set glibc's allocator and re-executed itself: the process spawned is the server.
     expect(await mallocEnv(serve.child.pid!)).to.deep.equal({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536' });
+    // ...and V8's heap sizes (young generation, growth of the old one).
+    expect(await nodeFlags(serve.child.pid!)).to.deep.equal(['--max-semi-space-size=32', '--heap-growing-percent=50']);
     expect(serve.logs.find((line) => line.msg === 'applied migrations')?.migrations).to.include.members(['20261121231846_init', '20261121231900_seed_plans']);
 
     const tokenFile = await stat(join(dataDir, 'admin-token'));
@@ -331,12 +339,14 @@ describe('dropstream serve', () => {
     expect(serve.stderr()).to.equal('');
   });
 
-  it('when the operator set MALLOC_ARENA_MAX, then serve keeps that value and sets only MALLOC_MMAP_THRESHOLD_', async () => {
+  it('when the operator set MALLOC_ARENA_MAX and a semi-space size, then serve keeps them and sets only the others', async () => {
     const otherDir = await mkdtemp(join(tmpdir(), 'dropstream-malloc-'));
-    const other = startServe({ DATA_DIR: otherDir, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', MALLOC_ARENA_MAX: '4' });
+    const other = startServe({ DATA_DIR: otherDir, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', MALLOC_ARENA_MAX: '4', NODE_OPTIONS: '--max-semi-space-size=8' });
     try {
       await other.waitForLog('dropstream listening');
       expect(await mallocEnv(other.child.pid!)).to.deep.equal({ MALLOC_ARENA_MAX: '4', MALLOC_MMAP_THRESHOLD_: '65536' });
+      expect(await nodeFlags(other.child.pid!)).to.deep.equal(['--heap-growing-percent=50']);
+      expect((await readFile(`/proc/${other.child.pid!}/environ`, 'utf8')).split('\0')).to.include('NODE_OPTIONS=--max-semi-space-size=8');
       // Signals reach the server itself: SIGINT stops it gracefully, exit code 0.
       other.child.kill('SIGINT');
       expect(await exitOf(other.child)).to.deep.equal({ code: 0, signal: null });
