@@ -4,7 +4,7 @@
 // idle, during 50 connections of GET <path>, and after 12 s idle (time for
 // the idle collection). Prints the maxima in MiB.
 //
-//   npx tsx bench/memory-breakdown.ts [--path /api/v1/files/{id}] [--env '{"NODE_OPTIONS":"--max-semi-space-size=16"}']
+//   npx tsx bench/memory-breakdown.ts [--path /api/v1/files/{id}] [--env '{"NODE_OPTIONS":"--max-semi-space-size=16"}'] [--flags '--heap-growing-percent=50']
 import { execFileSync } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,6 +18,8 @@ const { values } = parseArgs({
     path: { type: 'string', default: '/api/v1/files/{id}' },
     env: { type: 'string', default: '{}' },
     seconds: { type: 'string', default: '12' },
+    // Node or V8 flags for the server, space-separated (V8 flags NODE_OPTIONS refuses, e.g. --heap-growing-percent=50).
+    flags: { type: 'string', default: '' },
   },
 });
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'bench/tsconfig.json']);
@@ -36,6 +38,7 @@ const server = await startDropstream({
   redisKeyPrefix: `dropstream-breakdown-${process.pid}`,
   s3: { endpoint: s3.endpoint, bucket: 'dropstream' },
   env: JSON.parse(values.env!) as Record<string, string>,
+  nodeFlags: values.flags!.split(' ').filter(Boolean),
 });
 
 /** The process and heap gauges of /metrics, in MiB: rss, heap_total, heap_used, external, and each heap space's size. */
