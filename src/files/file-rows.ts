@@ -143,28 +143,34 @@ export async function removeExpiredFiles(prisma: PrismaClient, now: Date, limit:
 }
 
 /**
- * Recounts every account's files and bytes and corrects the counters that
- * are off (after a manual edit of the tables, or files written by a version
- * that did not count); returns how many accounts were corrected.
+ * Recounts every account's files and bytes, and the bytes its uploads in
+ * flight reserved against the storage quota (the sum over its pending
+ * records), and corrects the counters that are off (after a manual edit of
+ * the tables, files written by a version that did not count, or a
+ * reservation an earlier version gave back in a statement of its own that
+ * failed); returns how many accounts were corrected.
  *
  * One statement, and exact while uploads and deletes go on: it adds the
  * difference seen in its snapshot (actual minus counted) to the counter's
- * current value. Uploads and deletes change rows and counter together, so
- * they never change that difference; a row updated meanwhile is re-read by
- * PostgreSQL before the addition.
+ * current value. Uploads, deletes and reservations change rows and counter
+ * together, so they never change that difference; a row updated meanwhile
+ * is re-read by PostgreSQL before the addition.
  */
 export async function recountFiles(prisma: PrismaClient): Promise<number> {
   const fixed = await prisma.$queryRaw<{ id: number }[]>`
     WITH actual AS (
-      SELECT a.id, a.file_count, a.total_bytes, count(f.id)::integer AS files, coalesce(sum(f.size), 0)::bigint AS bytes
+      SELECT a.id, a.file_count, a.total_bytes, a.reserved_bytes, count(f.id)::integer AS files, coalesce(sum(f.size), 0)::bigint AS bytes,
+        (SELECT coalesce(sum(p.reserved_bytes), 0) FROM pending_objects p WHERE p.account_id = a.id)::bigint AS reserved
       FROM accounts a LEFT JOIN files f ON f.account_id = a.id
       GROUP BY a.id
     )
     UPDATE accounts SET
       file_count = accounts.file_count + (actual.files - actual.file_count),
-      total_bytes = accounts.total_bytes + (actual.bytes - actual.total_bytes)
+      total_bytes = accounts.total_bytes + (actual.bytes - actual.total_bytes),
+      reserved_bytes = accounts.reserved_bytes + (actual.reserved - actual.reserved_bytes)
     FROM actual
-    WHERE accounts.id = actual.id AND (actual.files <> actual.file_count OR actual.bytes <> actual.total_bytes)
+    WHERE accounts.id = actual.id
+      AND (actual.files <> actual.file_count OR actual.bytes <> actual.total_bytes OR actual.reserved <> actual.reserved_bytes)
     RETURNING accounts.id`;
   return fixed.length;
 }

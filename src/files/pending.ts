@@ -49,6 +49,26 @@ export const queueRemovalsSql = (removed: 'removed', now: Date) => Prisma.sql`
   INSERT INTO pending_objects (storage_key, reason, created_at, touched_at)
   SELECT storage_key, 'delete', ${now}::timestamp(3), ${now}::timestamp(3) FROM ${Prisma.raw(removed)}`;
 
+/** A record's slot as raw SQL returns it. */
+interface Holder {
+  account_id: number | null;
+  quota_day: Date | null;
+}
+
+const slotHolder = (row: Holder): SlotHolder => ({ accountId: row.account_id, quotaDay: row.quota_day });
+
+/**
+ * A CTE, following the CTE named `records` (which returns account_id and
+ * reserved_bytes of records being dropped or settled) that takes their
+ * reservations off their accounts' reserved_bytes: the statement that lets go
+ * of a record lets go of its share of the storage quota too (storage-quota.ts).
+ */
+const giveBackReservation = (records: 'gone' | 'held') => Prisma.sql`
+  given_back AS (
+    UPDATE accounts SET reserved_bytes = accounts.reserved_bytes - ${Prisma.raw(records)}.reserved_bytes
+    FROM ${Prisma.raw(records)} WHERE accounts.id = ${Prisma.raw(records)}.account_id AND ${Prisma.raw(records)}.reserved_bytes > 0
+  )`;
+
 export class PendingObjects {
   constructor(
     private readonly prisma: PrismaClient,
@@ -77,20 +97,27 @@ export class PendingObjects {
    * (`objectGone`) drops its record; otherwise the record, with its upload
    * id, stays for the sweeper. Either way its slot comes back now, once:
    * removing the record, or nulling its account, is the claim on the slot.
+   * The bytes it reserved against the storage quota go back in the same
+   * statement, so a record never loses its account while the account still
+   * counts its reservation.
    */
   async settleFailedUpload(storageKey: string, objectGone: boolean): Promise<void> {
-    const row = await this.prisma.pendingObject.findUnique({ where: { storageKey } });
-    if (!row?.accountId || !row.quotaDay) {
-      if (objectGone) await this.prisma.pendingObject.deleteMany({ where: { storageKey } });
-      return;
-    }
-    const claimed = objectGone
-      ? await this.prisma.pendingObject.deleteMany({ where: { storageKey, accountId: row.accountId } })
-      : await this.prisma.pendingObject.updateMany({
-          where: { storageKey, accountId: row.accountId },
-          data: { accountId: null, quotaDay: null },
-        });
-    if (claimed.count === 1) await this.releaseSlot(row);
+    const [settled] = objectGone
+      ? await this.prisma.$queryRaw<Holder[]>`
+          WITH gone AS (
+            DELETE FROM pending_objects WHERE storage_key = ${storageKey} RETURNING account_id, quota_day, reserved_bytes
+          ), ${giveBackReservation('gone')}
+          SELECT account_id, quota_day FROM gone`
+      : await this.prisma.$queryRaw<Holder[]>`
+          WITH held AS (
+            SELECT storage_key, account_id, quota_day, reserved_bytes FROM pending_objects
+            WHERE storage_key = ${storageKey} AND account_id IS NOT NULL FOR UPDATE
+          ), settled AS (
+            UPDATE pending_objects SET account_id = NULL, quota_day = NULL, reserved_bytes = 0
+            FROM held WHERE pending_objects.storage_key = held.storage_key
+          ), ${giveBackReservation('held')}
+          SELECT account_id, quota_day FROM held`;
+    if (settled) await this.releaseSlot(slotHolder(settled));
   }
 
   // Deleted files (service.ts; the record itself comes with the row's removal, queueRemovalsSql).
@@ -125,10 +152,18 @@ export class PendingObjects {
     return (await tx.pendingObject.findUnique({ where: { storageKey, reason: 'resumable' } })) ?? undefined;
   }
 
-  /** Drops a tus upload's record inside the transaction dropping its row; true when this removed it, and so holds its slot. */
+  /**
+   * Drops a tus upload's record inside the transaction dropping its row, and
+   * gives back what it reserved against the storage quota; true when this
+   * removed it, and so holds its slot.
+   */
   async forgetResumable(tx: Transaction, storageKey: string): Promise<boolean> {
-    const { count } = await tx.pendingObject.deleteMany({ where: { storageKey, reason: 'resumable' } });
-    return count === 1;
+    const gone = await tx.$queryRaw<unknown[]>`
+      WITH gone AS (
+        DELETE FROM pending_objects WHERE storage_key = ${storageKey} AND reason = 'resumable' RETURNING account_id, reserved_bytes
+      ), ${giveBackReservation('gone')}
+      SELECT 1 FROM gone`;
+    return gone.length === 1;
   }
 
   // The sweep (sweeper.ts).
@@ -162,16 +197,20 @@ export class PendingObjects {
 
   /**
    * After the store removed what `row` names: the record goes, if the claim
-   * `until` is still ours. True when it still held its slot (the caller gives
-   * it back, once): an upload that settled meanwhile (settleFailedUpload)
-   * took its slot back and nulled the account.
+   * `until` is still ours, and what it reserved against the storage quota
+   * goes back with it (one statement). True when it still held its slot
+   * (the caller gives it back, once): an upload that settled meanwhile
+   * (settleFailedUpload) took its slot back and nulled the account.
    */
   async forgetSwept(row: PendingRecord, until: Date): Promise<boolean> {
-    const forgotten = await this.prisma.pendingObject.deleteMany({
-      where: { storageKey: row.storageKey, claimedUntil: until, accountId: row.accountId, quotaDay: row.quotaDay },
-    });
-    if (forgotten.count === 0) await this.prisma.pendingObject.deleteMany({ where: { storageKey: row.storageKey, claimedUntil: until } });
-    return forgotten.count === 1 && row.accountId !== null && row.quotaDay !== null;
+    const [gone] = await this.prisma.$queryRaw<Holder[]>`
+      WITH gone AS (
+        DELETE FROM pending_objects WHERE storage_key = ${row.storageKey} AND claimed_until = ${until}::timestamp(3)
+        RETURNING account_id, quota_day, reserved_bytes
+      ), ${giveBackReservation('gone')}
+      SELECT account_id, quota_day FROM gone`;
+    // An account, once nulled, never comes back: non-null means the slot of `row` is still held.
+    return gone !== undefined && gone.account_id !== null && gone.quota_day !== null;
   }
 
   /** The open uploads no record claims (by storage key or upload id): one query. */

@@ -382,7 +382,7 @@ export class ResumableUploads {
       return 'failed';
     }
     await step('discarded', id);
-    await this.storage.release(claimed.row.storageKey).catch(onCleanupError);
+    // Forgetting the record gives back its reservation against the storage quota too.
     // Another removal took over a claim that ran out: the slot is its to give back.
     if (!(await this.records.forget(claimed))) return undefined;
     await step('forgotten', id);

@@ -6,8 +6,10 @@
 // account's row (which PostgreSQL serialises), granted only while
 // total_bytes + reserved_bytes stays within the quota. The commit moves an
 // upload's bytes from reserved to total in its one statement (file-rows.ts);
-// a failed upload gives its share back (release), and so does the sweep for
-// a crashed one, whose record still holds it.
+// the statements that settle or drop the record of a failed, swept or
+// removed upload give its share back in the same way (pending.ts), and
+// `dropstream gc` recounts reserved_bytes (recountFiles) should one ever
+// drift.
 //
 // Reservations come in blocks, so a large upload costs a statement per block,
 // not per chunk: a block is what the chunk needs plus 1/64 of the room left
@@ -73,11 +75,6 @@ export class StorageQuota {
       )
       SELECT amount FROM grant_`;
     return Number(rows[0]?.amount ?? 0);
-  }
-
-  /** Gives back all the upload's reservation (a failed or abandoned upload); safe to repeat. */
-  release(storageKey: string): Promise<void> {
-    return this.trim(storageKey, 0);
   }
 
   /** Gives back what the upload holds beyond `keep` bytes (a resumable upload between requests keeps what it stored). */

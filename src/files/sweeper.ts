@@ -2,7 +2,6 @@ import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { removeExpiredFiles } from './file-rows.js';
 import { PendingObjects } from './pending.js';
-import { StorageQuota } from './storage-quota.js';
 import type { UploadQuota } from './quota.js';
 import type { ResumableUploads } from './resumable.js';
 
@@ -63,7 +62,6 @@ export interface SweeperOptions {
  */
 export class Sweeper {
   private readonly pending: PendingObjects;
-  private readonly storage: StorageQuota;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -73,7 +71,6 @@ export class Sweeper {
     private readonly options: SweeperOptions = {},
   ) {
     this.pending = new PendingObjects(prisma, quota);
-    this.storage = new StorageQuota(prisma);
   }
 
   async sweep(graceSeconds: number): Promise<SweepResult> {
@@ -104,8 +101,7 @@ export class Sweeper {
         continue;
       }
       await step('discarded', row.storageKey);
-      // An abandoned upload's reservation against the storage quota goes back before its record goes.
-      if (row.reason !== 'delete') await this.storage.release(row.storageKey);
+      // The record goes with its reservation against the storage quota (one statement).
       const holdsSlot = await this.pending.forgetSwept(row, claim);
       await step('forgotten', row.storageKey);
       if (row.reason === 'delete') {

@@ -117,9 +117,7 @@ export class Upload {
         return false;
       },
     );
-    // The reservation first: settling may null the record's account, which the release reads.
-    // (Only an upload under a storage quota reserved anything: the gate in write().)
-    if (this.caller.plan.maxTotalSize !== null) await this.storage.release(this.key).catch(this.onCleanupError);
+    // Settling gives back the slot and, in the same statement, any bytes reserved against the storage quota.
     await this.pending.settleFailedUpload(this.key, objectGone).catch(this.onCleanupError);
   }
 }

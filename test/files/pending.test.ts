@@ -9,10 +9,11 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { expect } from 'chai';
-import { commitFile, removeFileRow, UploadSweptError } from '../../src/files/file-rows.js';
+import { commitFile, recountFiles, removeFileRow, UploadSweptError } from '../../src/files/file-rows.js';
 import { PendingObjects } from '../../src/files/pending.js';
 import { UploadQuota } from '../../src/files/quota.js';
 import { newStorageKey } from '../../src/files/record.js';
+import { StorageQuota } from '../../src/files/storage-quota.js';
 import { Sweeper } from '../../src/files/sweeper.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
@@ -133,6 +134,61 @@ for (const backend of backends) {
         expect(err).to.be.instanceOf(UploadSweptError);
         expect(await prisma.file.count({ where: { accountId } })).to.equal(0);
         expect(await record(key)).to.not.equal(null);
+      });
+    });
+
+    describe('reservations against the storage quota', () => {
+      /** Bytes the account's uploads in flight reserved, as the account counts them and as their records hold them. */
+      async function reserved(): Promise<{ account: number; records: number }> {
+        const account = await prisma.account.findUnique({ where: { id: accountId }, select: { reservedBytes: true } });
+        const records = await prisma.pendingObject.aggregate({ where: { accountId }, _sum: { reservedBytes: true } });
+        return { account: Number(account!.reservedBytes), records: Number(records._sum.reservedBytes ?? 0n) };
+      }
+      /** An upload record holding a slot and `bytes` reserved. */
+      async function reservingUpload(bytes: number): Promise<string> {
+        const key = await recordedUpload();
+        expect(await new StorageQuota(prisma).reserve(accountId, key, bytes, 1e12, false)).to.equal(bytes);
+        return key;
+      }
+
+      it('when a failed upload settles (its object left for the sweep, or gone), then its reservation goes back in the same statement, once', async () => {
+        const other = await reservingUpload(7); // another upload in flight: its share stays
+        const left = await reservingUpload(1000);
+        const gone = await reservingUpload(500);
+        expect(await reserved()).to.deep.equal({ account: 1507, records: 1507 });
+        await Promise.all([pending.settleFailedUpload(left, false), pending.settleFailedUpload(left, true)]);
+        await pending.settleFailedUpload(gone, true);
+        await pending.settleFailedUpload(gone, false);
+        expect(await reserved()).to.deep.equal({ account: 7, records: 7 });
+        expect(await record(other)).to.deep.include({ reservedBytes: 7n });
+      });
+
+      it('when the sweep forgets an abandoned upload, then its reservation goes with the record', async () => {
+        const key = await reservingUpload(4096);
+        await store.put(key, Readable.from([Buffer.from('left')]));
+        expect(await sweep()).to.deep.include({ failed: 0 });
+        expect(await record(key)).to.equal(null);
+        expect(await reserved()).to.deep.equal({ account: 0, records: 0 });
+      });
+
+      it('when a tus upload\'s record is forgotten, then its reservation goes with it', async () => {
+        const key = newStorageKey();
+        const day = await quota.take(accountId, LIMIT);
+        await pending.recordResumable({ storageKey: key, accountId, quotaDay: day! });
+        expect(await new StorageQuota(prisma).reserve(accountId, key, 2048, 1e12, false)).to.equal(2048);
+        expect(await prisma.$transaction((tx) => pending.forgetResumable(tx, key))).to.equal(true);
+        expect(await prisma.$transaction((tx) => pending.forgetResumable(tx, key)), 'once').to.equal(false);
+        expect(await reserved()).to.deep.equal({ account: 0, records: 0 });
+      });
+
+      it('when the account\'s reserved_bytes has drifted from its records, then recountFiles puts it back to their sum', async () => {
+        await reservingUpload(300);
+        await prisma.$executeRaw`UPDATE accounts SET reserved_bytes = reserved_bytes + 5000 WHERE id = ${accountId}`;
+        expect(await reserved()).to.deep.equal({ account: 5300, records: 300 });
+        expect(await recountFiles(prisma)).to.be.at.least(1);
+        expect(await reserved()).to.deep.equal({ account: 300, records: 300 });
+        await recountFiles(prisma);
+        expect(await reserved(), 'a second recount changes nothing').to.deep.equal({ account: 300, records: 300 });
       });
     });
 
