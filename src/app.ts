@@ -35,6 +35,8 @@ export interface AppDeps {
   accountSlots: AccountSlots;
   /** Slowest upload body accepted (UPLOAD_MIN_RATE, UPLOAD_RATE_WINDOW). */
   bodyRate: BodyRateOptions;
+  /** DOWNLOAD_MIN_RATE over DOWNLOAD_RATE_WINDOW: slower readers are cut. */
+  downloadRate?: BodyRateOptions;
   requestLimits: RequestLimits;
   authFailures: FailureLimits;
   tokenFailures: FailureLimits;
@@ -65,7 +67,7 @@ export function createApp(deps: AppDeps): Koa {
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
   const api = apiRoutes({ accounts, files, uploadGate, accountSlots: deps.accountSlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable });
-  const downloads = downloadRoutes({ files, tokenFailures, metrics, onCountError: (err) => logger.error({ err }, 'download count failed') });
+  const downloads = downloadRoutes({ files, tokenFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(requestLog(logger, metrics, { quietRoutes: HEALTH_PATHS }));
   app.use(errorResponses(logger, metrics));
   app.use(singleHeaders());

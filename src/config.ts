@@ -55,6 +55,8 @@ const schema = z
     UPLOAD_CONCURRENCY: integer(1, 10_000).default(32),
     UPLOAD_MIN_RATE: integer(0, 1024 * MiB, 'must be bytes per second from 0 (no cut) to 1073741824').default(1024),
     UPLOAD_RATE_WINDOW: integer(1, 3600).default(30),
+    DOWNLOAD_MIN_RATE: integer(0, 1024 * MiB, 'must be bytes per second from 0 (no cut) to 1073741824').default(1024),
+    DOWNLOAD_RATE_WINDOW: integer(1, 3600).default(30),
     REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/, 'letters, digits, : _ - (at most 64)').default('dropstream'),
     TRUST_PROXY: flag.default(false),
@@ -154,6 +156,10 @@ const schema = z
     uploadMinRate: env.UPLOAD_MIN_RATE,
     /** Seconds over which an upload body's rate is averaged. */
     uploadRateWindow: env.UPLOAD_RATE_WINDOW,
+    /** Bytes per second a client must read a download at, averaged over downloadRateWindow, or its connection is closed; 0: never. */
+    downloadMinRate: env.DOWNLOAD_MIN_RATE,
+    /** Seconds over which a download's rate is averaged. */
+    downloadRateWindow: env.DOWNLOAD_RATE_WINDOW,
     /** Shared rate-limit counters; absent means in-memory, per instance. */
     redisUrl: env.REDIS_URL,
     /** Prefix of every Redis key, so deployments can share one Redis. */

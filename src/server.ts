@@ -251,6 +251,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     uploadGate: tools.uploadGate,
     accountSlots: services.accountSlots,
     bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },
+    downloadRate: { minRate: config.downloadMinRate, windowSeconds: config.downloadRateWindow },
     requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix }),
     authFailures: failures('auth', config.authFailureLimit),
     tokenFailures: failures('link', config.linkFailureLimit),

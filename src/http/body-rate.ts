@@ -1,7 +1,10 @@
-// Cuts upload bodies that arrive too slowly, so a client trickling a byte
-// now and then cannot hold an upload slot (and a part buffer) for as long
-// as it likes. IDLE_TIMEOUT only catches a silent connection.
-import type { IncomingMessage } from 'node:http';
+// Cuts transfers that move too slowly, so a client trickling a byte now and
+// then cannot hold what its transfer holds for as long as it likes: an
+// upload's slot and part buffer, a download's store stream and, on a link
+// with max_downloads, the bytes reserved against the link's budget (which
+// keep other clients at 410 while held). IDLE_TIMEOUT only catches a silent
+// connection.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export interface BodyRateOptions {
   /** Bytes per second the body must average... */
@@ -10,28 +13,32 @@ export interface BodyRateOptions {
   windowSeconds: number;
 }
 
+interface Transfer {
+  /** Bytes moved so far. */
+  moved(): number;
+  /** Whether we are the slow side now (the client is not to blame for this moment). */
+  heldByUs(): boolean;
+  /** Whether the transfer is over (watching stops). */
+  over(): boolean;
+}
+
 /**
- * Watches `req` from now on, by its socket's bytes read (so it reads nothing
- * itself). When the last `windowSeconds` brought fewer than
- * minRate × windowSeconds bytes, `onSlow` runs once. Time during which we
- * hold the body back (our store is the slow side: the request's buffer is
- * full) does not count against the client. Call the returned function when
- * the body is done with.
+ * When the last `windowSeconds` moved fewer than minRate × windowSeconds
+ * bytes of `transfer`, `onSlow` runs once. Time during which we are the
+ * slow side starts the window again. The returned function stops watching.
  */
-export function watchBodyRate(req: IncomingMessage, options: BodyRateOptions, onSlow: () => void): () => void {
+function watchRate(transfer: Transfer, options: BodyRateOptions, onSlow: () => void): () => void {
   if (options.minRate <= 0) return () => {};
   const windowMs = options.windowSeconds * 1000;
   const needed = options.minRate * options.windowSeconds;
   const tickMs = Math.max(100, Math.min(1000, windowMs / 10));
-  const bytes = () => req.socket?.bytesRead ?? 0;
-  // Samples of (time, bytes read so far), oldest first, reaching back one window.
-  let samples: { at: number; bytes: number }[] = [{ at: Date.now(), bytes: bytes() }];
+  // Samples of (time, bytes moved so far), oldest first, reaching back one window.
+  let samples: { at: number; bytes: number }[] = [{ at: Date.now(), bytes: transfer.moved() }];
   const timer = setInterval(() => {
-    if (req.complete || req.destroyed) return stop();
+    if (transfer.over()) return stop();
     const now = Date.now();
-    const sample = { at: now, bytes: bytes() };
-    if (req.readableLength >= req.readableHighWaterMark) {
-      // Backpressure from our side: start the window again.
+    const sample = { at: now, bytes: transfer.moved() };
+    if (transfer.heldByUs()) {
       samples = [sample];
       return;
     }
@@ -47,3 +54,38 @@ export function watchBodyRate(req: IncomingMessage, options: BodyRateOptions, on
   return stop;
 }
 
+/**
+ * Watches the body of `req` from now on, by its socket's bytes read (so it
+ * reads nothing itself). We are the slow side while the request's buffer is
+ * full (our store holds the body back). Call the returned function when the
+ * body is done with.
+ */
+export function watchBodyRate(req: IncomingMessage, options: BodyRateOptions, onSlow: () => void): () => void {
+  return watchRate(
+    {
+      moved: () => req.socket?.bytesRead ?? 0,
+      heldByUs: () => req.readableLength >= req.readableHighWaterMark,
+      over: () => req.complete || req.destroyed,
+    },
+    options,
+    onSlow,
+  );
+}
+
+/**
+ * Watches the body of `res` from now on, by its socket's bytes written to
+ * the kernel, which grow only as fast as the client reads once the socket's
+ * buffers are full. We are the slow side while nothing waits to be sent
+ * (the store has not delivered the next bytes yet).
+ */
+export function watchResponseRate(res: ServerResponse, options: BodyRateOptions, onSlow: () => void): () => void {
+  return watchRate(
+    {
+      moved: () => res.socket?.bytesWritten ?? 0,
+      heldByUs: () => (res.socket?.writableLength ?? 0) === 0 && res.writableLength === 0,
+      over: () => res.writableFinished || res.destroyed,
+    },
+    options,
+    onSlow,
+  );
+}

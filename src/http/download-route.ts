@@ -10,14 +10,18 @@ import type { FailureLimits } from '../limits/failure-limits.js';
 import type { ByteRange } from '../storage/object-store.js';
 import type { Metrics } from '../metrics.js';
 import { attachment } from './attachment.js';
+import { watchResponseRate, type BodyRateOptions } from './body-rate.js';
 import { exactBody } from './download-body.js';
 import { tooManyFailures } from './rate-limit.js';
+import { recordFailure } from './request-log.js';
 
 export interface DownloadDeps {
   files: FileService;
   /** Unknown link tokens per client address. */
   tokenFailures: FailureLimits;
   metrics?: Metrics;
+  /** The rate a client must read at; a slower one is cut (it holds a store stream, and on a limited link part of the budget). */
+  rate?: BodyRateOptions;
   /** Called when counting a completed download (or giving back a cut one's bytes) fails; the response itself is done. */
   onCountError: (err: unknown) => void;
 }
@@ -70,7 +74,7 @@ export function basicPassword(header: string | undefined): string | undefined {
  * counts are the file component's (FileService.openDownload); this route
  * reads the request's headers and writes the response.
  */
-export function downloadRoutes({ files, tokenFailures, metrics, onCountError }: DownloadDeps) {
+export function downloadRoutes({ files, tokenFailures, metrics, rate, onCountError }: DownloadDeps) {
   const router = new Router();
 
   /**
@@ -153,6 +157,20 @@ export function downloadRoutes({ files, tokenFailures, metrics, onCountError }: 
     ctx.res.once('close', () => {
       if (!finished) settle(exact.passed).catch(onCountError);
     });
+    // A client reading slower than DOWNLOAD_MIN_RATE is cut (logged 408: the
+    // server ended it); its 'close' gives back what it did not receive. A
+    // reset, not a close: a close would still hand the kernel's buffered
+    // megabytes to the client at its own pace before it learns of the end.
+    // The watch ends itself at its next tick once the response is over (a
+    // 'close' listener of its own would be the response's eleventh, and
+    // Node warns of a leak past ten).
+    if (rate) {
+      watchResponseRate(ctx.res, rate, () => {
+        recordFailure(ctx, 408);
+        ctx.res.socket?.resetAndDestroy();
+        ctx.res.destroy();
+      });
+    }
   });
 
   return router;
