@@ -2,7 +2,7 @@
 // (no native package to build), with a random 16-byte salt per password.
 // The stored form names its parameters, so they can be raised later and old
 // hashes still verify: `scrypt$N$r$p$<salt base64url>$<hash base64url>`.
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { createHmac, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 /**
  * N = 2^14, r = 8: 16 MiB of memory and tens of milliseconds per hash
@@ -13,7 +13,11 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 const PARAMS = { N: 2 ** 14, r: 8, p: 1 };
 const KEY_BYTES = 32;
 
+/** How many times scrypt has run in this process (tests read it to see the cache at work). */
+export const derivations = { count: 0 };
+
 function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
+  derivations.count += 1;
   return new Promise((resolve, reject) =>
     scrypt(password.normalize('NFC'), salt, KEY_BYTES, { ...options, maxmem: 64 * 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key))),
   );
@@ -25,11 +29,46 @@ export async function hashPassword(password: string): Promise<string> {
   return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
+/**
+ * Passwords verified lately, so the requests of one download (a download
+ * manager's ranges, a resumed transfer, a browser's retries) pay scrypt's
+ * 16 MiB and tens of milliseconds once, not each. An entry is an HMAC of
+ * the stored hash and the password under a key of this process (never the
+ * password, nor a fast hash an offline guess could test); a new password
+ * for the link is a new stored hash, so it misses. Only successes are kept:
+ * a wrong password always pays the full price (and counts toward the
+ * failure limit, which the caller checks before).
+ */
+const VERIFIED_MS = 5 * 60 * 1000;
+const VERIFIED_MAX = 10_000;
+const cacheKey = randomBytes(32);
+const verified = new Map<string, number>();
+
+function entryOf(password: string, stored: string): string {
+  return createHmac('sha256', cacheKey).update(stored).update('\0').update(password.normalize('NFC')).digest('base64url');
+}
+
+function remember(entry: string, now: number): void {
+  verified.delete(entry);
+  verified.set(entry, now + VERIFIED_MS);
+  // Oldest first (a Map keeps insertion order): drop what is over the bound.
+  for (const oldest of verified.keys()) {
+    if (verified.size <= VERIFIED_MAX) break;
+    verified.delete(oldest);
+  }
+}
+
 /** Whether `password` is the one `stored` was made from; false for a stored form we cannot read. */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [scheme, n, r, p, salt, hash] = stored.split('$');
   if (scheme !== 'scrypt' || !salt || !hash) return false;
+  const entry = entryOf(password, stored);
+  const now = Date.now();
+  const until = verified.get(entry);
+  if (until !== undefined && until > now) return true;
   const expected = Buffer.from(hash, 'base64url');
   const key = await derive(password, Buffer.from(salt, 'base64url'), { N: Number(n), r: Number(r), p: Number(p) });
-  return key.length === expected.length && timingSafeEqual(key, expected);
+  const right = key.length === expected.length && timingSafeEqual(key, expected);
+  if (right) remember(entry, now);
+  return right;
 }

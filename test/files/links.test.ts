@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import { migrationsDir } from '../../src/db/migrate.js';
 import { AppError } from '../../src/errors.js';
 import type { BodyChoice } from '../../src/files/download.js';
-import { hashPassword, verifyPassword } from '../../src/files/link-password.js';
+import { derivations, hashPassword, verifyPassword } from '../../src/files/link-password.js';
 import { FileLinks } from '../../src/files/links.js';
 import { PendingObjects } from '../../src/files/pending.js';
 import { UploadQuota } from '../../src/files/quota.js';
@@ -192,6 +192,23 @@ for (const backend of backends) {
       expect(await verifyPassword('pässwörd', a)).to.equal(true);
       expect(await verifyPassword('passwörd', a)).to.equal(false);
       expect(await verifyPassword('pässwörd', 'plain')).to.equal(false);
+    });
+
+    it('when a password was verified, then the next requests with it skip scrypt, while a wrong one, or a new hash of it, pays in full', async () => {
+      const stored = await hashPassword('range after range');
+      const runs = () => derivations.count;
+      let before = runs();
+      expect(await verifyPassword('range after range', stored)).to.equal(true);
+      expect(runs() - before, 'the first verification').to.equal(1);
+      before = runs();
+      for (let i = 0; i < 5; i++) expect(await verifyPassword('range after range', stored)).to.equal(true);
+      expect(runs() - before, 'five more requests of the same download').to.equal(0);
+      for (let i = 0; i < 2; i++) expect(await verifyPassword('range after rangE', stored)).to.equal(false);
+      expect(runs() - before, 'each wrong password').to.equal(2);
+      const rehashed = await hashPassword('range after range'); // the link's password set again: a new salt
+      before = runs();
+      expect(await verifyPassword('range after range', rehashed)).to.equal(true);
+      expect(runs() - before, 'a new stored hash').to.equal(1);
     });
 
     it('when 12 downloads of a max_downloads 1 link open at once, then exactly one gets a body and the others link_exhausted', async () => {
