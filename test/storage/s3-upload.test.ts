@@ -333,17 +333,23 @@ describe('SharedPartBuffers (fake S3 client)', () => {
   });
 
   it('when the client stalls while a lent buffer is being filled, then it goes back once the upload\'s own part is stored, and the object is intact', async () => {
-    const s3 = new FakeS3({ delay: (c) => (c.command === 'UploadPart' ? 50 : 0) });
+    // Part 1 takes 300 ms to store: time enough to see the lent buffer in use on a busy machine (CI once
+    // saw it back already after a fixed 20 ms wait with 50 ms parts, the event loop being late).
+    const s3 = new FakeS3({ delay: (c) => (c.command === 'UploadPart' ? 300 : 0) });
     const shared = new SharedPartBuffers(5 * MiB, 1);
     const body = new PassThrough();
     const data = randomBytes(11 * MiB);
     const done = upload(s3, body, { partsInFlight: 2, shared });
+    /** Polls `shared.inUse` until it is `value` or `ms` have passed; returns what it last saw. */
+    const inUseBecomes = async (value: number, ms: number) => {
+      for (const until = Date.now() + ms; shared.inUse !== value && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 5));
+      return shared.inUse;
+    };
     // Part 1 goes out; the next megabyte goes into the lent buffer; then the client goes quiet.
     body.write(data.subarray(0, 6 * MiB));
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(shared.inUse, 'lent while part 1 is on its way').to.equal(1);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect(shared.inUse, 'given back while the client is quiet').to.equal(0);
+    expect(await inUseBecomes(1, 250), 'lent while part 1 is on its way').to.equal(1);
+    expect(s3.calls.filter((c) => c.command === 'UploadPart').length, 'part 1 only').to.equal(1);
+    expect(await inUseBecomes(0, 3000), 'given back while the client is quiet').to.equal(0);
     body.end(data.subarray(6 * MiB));
     await done;
     expect(stored(s3, 'k').equals(data)).to.equal(true);
