@@ -69,6 +69,19 @@ const giveBackReservation = (records: 'gone' | 'held') => Prisma.sql`
     FROM ${Prisma.raw(records)} WHERE accounts.id = ${Prisma.raw(records)}.account_id AND ${Prisma.raw(records)}.reserved_bytes > 0
   )`;
 
+/**
+ * Deletes the records `where` selects and gives back their reservations, in
+ * one statement; returns the slot each still held (null once settled). `db`
+ * is the client, or the transaction the deletion belongs to.
+ */
+function forgetWhere(db: PrismaClient | Transaction, where: Prisma.Sql): Promise<Holder[]> {
+  return db.$queryRaw<Holder[]>`
+    WITH gone AS (
+      DELETE FROM pending_objects WHERE ${where} RETURNING account_id, quota_day, reserved_bytes
+    ), ${giveBackReservation('gone')}
+    SELECT account_id, quota_day FROM gone`;
+}
+
 export class PendingObjects {
   constructor(
     private readonly prisma: PrismaClient,
@@ -103,11 +116,7 @@ export class PendingObjects {
    */
   async settleFailedUpload(storageKey: string, objectGone: boolean): Promise<void> {
     const [settled] = objectGone
-      ? await this.prisma.$queryRaw<Holder[]>`
-          WITH gone AS (
-            DELETE FROM pending_objects WHERE storage_key = ${storageKey} RETURNING account_id, quota_day, reserved_bytes
-          ), ${giveBackReservation('gone')}
-          SELECT account_id, quota_day FROM gone`
+      ? await forgetWhere(this.prisma, Prisma.sql`storage_key = ${storageKey}`)
       : await this.prisma.$queryRaw<Holder[]>`
           WITH held AS (
             SELECT storage_key, account_id, quota_day, reserved_bytes FROM pending_objects
@@ -158,11 +167,7 @@ export class PendingObjects {
    * removed it, and so holds its slot.
    */
   async forgetResumable(tx: Transaction, storageKey: string): Promise<boolean> {
-    const gone = await tx.$queryRaw<unknown[]>`
-      WITH gone AS (
-        DELETE FROM pending_objects WHERE storage_key = ${storageKey} AND reason = 'resumable' RETURNING account_id, reserved_bytes
-      ), ${giveBackReservation('gone')}
-      SELECT 1 FROM gone`;
+    const gone = await forgetWhere(tx, Prisma.sql`storage_key = ${storageKey} AND reason = 'resumable'`);
     return gone.length === 1;
   }
 
@@ -203,12 +208,7 @@ export class PendingObjects {
    * (settleFailedUpload) took its slot back and nulled the account.
    */
   async forgetSwept(row: PendingRecord, until: Date): Promise<boolean> {
-    const [gone] = await this.prisma.$queryRaw<Holder[]>`
-      WITH gone AS (
-        DELETE FROM pending_objects WHERE storage_key = ${row.storageKey} AND claimed_until = ${until}::timestamp(3)
-        RETURNING account_id, quota_day, reserved_bytes
-      ), ${giveBackReservation('gone')}
-      SELECT account_id, quota_day FROM gone`;
+    const [gone] = await forgetWhere(this.prisma, Prisma.sql`storage_key = ${row.storageKey} AND claimed_until = ${until}::timestamp(3)`);
     // An account, once nulled, never comes back: non-null means the slot of `row` is still held.
     return gone !== undefined && gone.account_id !== null && gone.quota_day !== null;
   }
