@@ -37,6 +37,17 @@ function tusUpload(data: Buffer, endpoint: string, apiKey: string, uploadUrl?: s
   });
 }
 
+/** An account's upload of 9 MiB with a PATCH still open after its first 6 MiB, which the server has had time to read. */
+async function livePatch(server: { t: TestServer }, data: Buffer) {
+  const { apiKey } = await server.t.account();
+  const small = data.subarray(0, 9 * MiB);
+  const url = uploadUrl(server.t.server.url, await create(server.t.server.url, apiKey, { length: small.length }));
+  const live = streamingPatch(url, apiKey, 0, small.length);
+  await live.send(small.subarray(0, 6 * MiB));
+  await sleep(500); // let the server read what was sent
+  return { apiKey, small, url, live };
+}
+
 async function fileOf(t: TestServer, url: string, apiKey: string): Promise<Buffer> {
   const answer = await call(url, { key: apiKey });
   expect(answer.status).to.equal(200);
@@ -84,12 +95,7 @@ describe('resumable uploads: the newest request wins', function () {
       it(`when a HEAD comes during a live PATCH (${backend}, ${store} store), then it answers the offset that PATCH stored when it stopped, and the PATCH's request ends`, async () => {
         const server = await tusServer(backend, store, () => s3);
         try {
-          const { apiKey } = await server.t.account();
-          const small = data.subarray(0, 9 * MiB);
-          const url = uploadUrl(server.t.server.url, await create(server.t.server.url, apiKey, { length: small.length }));
-          const live = streamingPatch(url, apiKey, 0, small.length);
-          await live.send(small.subarray(0, 6 * MiB));
-          await sleep(500); // let the server read what was sent
+          const { apiKey, small, url, live } = await livePatch(server, data);
           const status = await head(url, apiKey);
           expect(status.status).to.equal(200);
           const offset = Number(status.headers.get('upload-offset'));
@@ -112,12 +118,7 @@ describe('resumable uploads: the newest request wins', function () {
   it('when the JSON view of an upload is polled during a live PATCH, then it shows the progress and the PATCH goes on to 204 (a progress poll is not a resuming client)', async () => {
     const server = await tusServer('pglite', 'local', () => s3);
     try {
-      const { apiKey } = await server.t.account();
-      const small = data.subarray(0, 9 * MiB);
-      const url = uploadUrl(server.t.server.url, await create(server.t.server.url, apiKey, { length: small.length }));
-      const live = streamingPatch(url, apiKey, 0, small.length);
-      await live.send(small.subarray(0, 6 * MiB));
-      await sleep(500); // let the server read what was sent
+      const { apiKey, small, url, live } = await livePatch(server, data);
       const polls = [];
       for (let i = 0; i < 3; i++) polls.push(await call(url, { key: apiKey }));
       for (const poll of polls) expect(poll.status).to.equal(200);
