@@ -50,8 +50,10 @@ export function collectWhenIdle(servers: Server[], options: IdleCollectOptions):
   let seen = 0;
   let baseline = held();
   const ignored = new Set(options.ignorePaths ?? []);
-  const count = (req: IncomingMessage) => {
-    if (!ignored.has((req.url ?? '').split('?')[0]!)) requests += 1;
+  // Runs for every request: the path without an array or a copy unless there is a query.
+  const count = ({ url = '' }: IncomingMessage) => {
+    const query = url.indexOf('?');
+    if (!ignored.has(query === -1 ? url : url.slice(0, query))) requests += 1;
   };
   for (const server of servers) server.on('request', count);
   const timer = setInterval(() => {
