@@ -82,7 +82,8 @@ export function watchResponseRate(res: ServerResponse, options: BodyRateOptions,
   return watchRate(
     {
       moved: () => res.socket?.bytesWritten ?? 0,
-      heldByUs: () => (res.socket?.writableLength ?? 0) === 0 && res.writableLength === 0,
+      // The response's writableLength counts its socket's buffer too.
+      heldByUs: () => res.writableLength === 0,
       over: () => res.writableFinished || res.destroyed,
     },
     options,
