@@ -10,6 +10,7 @@ import { dataDirError, StartupError } from '../startup-error.js';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
 import { checkPortsFree, nodeVersionWarning } from './preflight.js';
 import { holdProcessWarnings } from './process-log.js';
+import { holdYoungGeneration } from '../young-generation.js';
 
 /**
  * The usage text. The upload, download and loadtest commands (tus-js-client
@@ -64,6 +65,8 @@ function required(name: string, value: string | undefined): string {
 // serve and migrate import the server and database modules when they run:
 // loading Prisma and PGlite takes most of a second the admin commands do not need.
 async function serve() {
+  // Until it listens (src/young-generation.ts).
+  const releaseYoungGeneration = holdYoungGeneration();
   const config = loadConfig();
   // Everything the service writes is its own: files 0600, folders 0700, PGlite's too (src/data-dir.ts).
   process.umask(SERVICE_UMASK);
@@ -99,6 +102,7 @@ async function serve() {
   server = await startServer(config, logger).catch((err: unknown) => {
     throw dataDirError(err, config.dataDir) ?? err;
   });
+  releaseYoungGeneration();
 }
 
 async function migrate() {

@@ -1,0 +1,50 @@
+// holdYoungGeneration (src/young-generation.ts): while held, objects that
+// survive collections do not grow V8's young generation; once let go, they
+// do again; an operator's own growth factor is left alone. Each case runs in
+// a new node process (tsx's loading may have grown it a step already).
+import { expect } from 'chai';
+import { runToExit } from './helpers/run-to-exit.js';
+
+const MiB = 1024 * 1024;
+
+/** new_space's size after `mib` MiB of objects that stay alive, held or not, and again after letting go. */
+const CHILD = `
+import { getHeapSpaceStatistics } from 'node:v8';
+import { holdYoungGeneration } from './src/young-generation.ts';
+const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+const kept = [];
+const survive = (mib) => { for (let i = 0; i < mib * 32; i++) kept.push(Array.from({ length: 1024 }, (_, j) => ({ j }))); };
+const start = newSpace();
+const release = process.env.HOLD ? holdYoungGeneration() : () => {};
+survive(48);
+const held = newSpace();
+release();
+survive(48);
+console.log(JSON.stringify({ start, held, released: newSpace() }));
+`;
+
+async function sizes(hold: boolean, flags: string[] = []): Promise<{ start: number; held: number; released: number }> {
+  const env = { ...process.env, ...(hold ? { HOLD: '1' } : {}) };
+  delete env.NODE_OPTIONS;
+  const run = await runToExit(['--max-semi-space-size=32', ...flags, '--import', 'tsx', '--input-type=module', '-e', CHILD], { env, deadlineMs: 60_000 });
+  expect(run.code, run.stderr).to.equal(0);
+  return JSON.parse(run.stdout) as { start: number; held: number; released: number };
+}
+
+describe('holdYoungGeneration', () => {
+  it('when held, then surviving objects leave the young generation at its starting size; let go, it grows again', async () => {
+    const { start, held, released } = await sizes(true);
+    expect(held).to.equal(start);
+    expect(released).to.be.at.least(Math.max(4 * MiB, 2 * start));
+  });
+
+  it('when not held, then the same objects grow it (what the hold prevents)', async () => {
+    const { start, held } = await sizes(false);
+    expect(held).to.be.at.least(Math.max(4 * MiB, 2 * start));
+  });
+
+  it('when the operator set a growth factor, then the hold leaves it to them', async () => {
+    const { start, held } = await sizes(true, ['--semi-space-growth-factor=4']);
+    expect(held).to.be.at.least(Math.max(4 * MiB, 2 * start));
+  });
+});
