@@ -86,7 +86,7 @@ process.once('SIGINT', () => void cleanUp().finally(() => process.exit(130)));
 
 // The server's part settings, which the direct upload copies; the driver's
 // environment may override them like any server setting.
-const PASSED = ['S3_PART_SIZE', 'S3_PARTS_IN_FLIGHT', 'UPLOAD_CONCURRENCY', 'STORE_MIN_RATE', 'STORE_CALL_TIMEOUT', 'LOG_LEVEL', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_'];
+const PASSED = ['S3_PART_SIZE', 'S3_PARTS_IN_FLIGHT', 'UPLOAD_CONCURRENCY', 'STORE_MIN_RATE', 'STORE_CALL_TIMEOUT', 'LOG_LEVEL', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'GLIBC_TUNABLES'];
 const serverEnv = Object.fromEntries(PASSED.filter((k) => process.env[k]).map((k) => [k, process.env[k]!]));
 const serverNodeOptions = process.env.BENCH_SERVER_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ?? [];
 
