@@ -24,7 +24,7 @@ console.log(JSON.stringify({ start, held, released: newSpace() }));
 `;
 
 async function sizes(hold: boolean, flags: string[] = []): Promise<{ start: number; held: number; released: number }> {
-  const env = { ...process.env, ...(hold ? { HOLD: '1' } : {}) };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...(hold ? { HOLD: '1' } : {}) };
   delete env.NODE_OPTIONS;
   const run = await runToExit(['--max-semi-space-size=32', ...flags, '--import', 'tsx', '--input-type=module', '-e', CHILD], { env, deadlineMs: 60_000 });
   expect(run.code, run.stderr).to.equal(0);
