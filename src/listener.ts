@@ -29,6 +29,16 @@ export function createListener(handler: RequestListener, { headersSeconds, idleS
     keepAliveTimeout: 5000,
   }, handler);
   server.timeout = idleSeconds * 1000;
+  // With a listener here Node no longer destroys a connection silent for
+  // server.timeout on its own: only the client's silence ends it. While the
+  // server is the slow side (a store completing a 5 GiB upload took over
+  // a minute, the client waiting for its answer; a slow store holding the
+  // body back) the store's own deadlines bound the wait.
+  server.on('timeout', (socket: Socket) => {
+    if (!waitingOnServer(socket)) return void socket.destroy();
+    // Node's timer fires once per silence: set it again to look again.
+    socket.setTimeout(server.timeout);
+  });
   server.on('clientError', answerClientError);
   trackConnections(server);
   return server;
@@ -47,11 +57,24 @@ function trackConnections(server: Server): void {
 }
 
 /**
- * Whether a response is in progress on the connection: Node assigns each
+ * The response in progress on the connection, if any: Node assigns each
  * request's response to its socket until the response has finished (the same
  * field answerClientError reads; not public API, but stable since Node 0.x).
  */
-const responding = (socket: Socket) => Boolean((socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage);
+const responseOn = (socket: Socket) => (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+const responding = (socket: Socket) => Boolean(responseOn(socket));
+
+/**
+ * Whether the connection is silent because of us: a request is in progress,
+ * nothing we sent waits for the client to read it, and its body is either
+ * all here or held back by us (its buffer full: the handler is not reading).
+ */
+function waitingOnServer(socket: Socket): boolean {
+  const res = responseOn(socket);
+  if (!res || res.writableLength > 0) return false;
+  const { req } = res;
+  return req.complete || req.readableLength >= req.readableHighWaterMark;
+}
 
 /**
  * Closes a new connection at once when its address already has `max` open
