@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { statusOf, type ErrorCode } from './error-codes.js';
+import { bodyHeldBack } from './http/body-rate.js';
 import { markCutByServer } from './http/server-cut.js';
 
 export interface ListenerTimeouts {
@@ -73,7 +74,7 @@ function waitingOnServer(socket: Socket): boolean {
   const res = responseOn(socket);
   if (!res || res.writableLength > 0) return false;
   const { req } = res;
-  return req.complete || req.readableLength >= req.readableHighWaterMark;
+  return req.complete || bodyHeldBack(req);
 }
 
 /**

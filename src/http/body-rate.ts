@@ -55,16 +55,22 @@ function watchRate(transfer: Transfer, options: BodyRateOptions, onSlow: () => v
 }
 
 /**
+ * Whether we hold the body of `req` back: its buffer is full because the
+ * handler is not reading (our store is the slow side), so Node has stopped
+ * reading the socket. The client is not to blame for silence meanwhile.
+ */
+export const bodyHeldBack = (req: IncomingMessage) => req.readableLength >= req.readableHighWaterMark;
+
+/**
  * Watches the body of `req` from now on, by its socket's bytes read (so it
- * reads nothing itself). We are the slow side while the request's buffer is
- * full (our store holds the body back). Call the returned function when the
- * body is done with.
+ * reads nothing itself). We are the slow side while we hold the body back.
+ * Call the returned function when the body is done with.
  */
 export function watchBodyRate(req: IncomingMessage, options: BodyRateOptions, onSlow: () => void): () => void {
   return watchRate(
     {
       moved: () => req.socket?.bytesRead ?? 0,
-      heldByUs: () => req.readableLength >= req.readableHighWaterMark,
+      heldByUs: () => bodyHeldBack(req),
       over: () => req.complete || req.destroyed,
     },
     options,
