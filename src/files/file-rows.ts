@@ -142,6 +142,9 @@ export async function removeExpiredFiles(prisma: PrismaClient, now: Date, limit:
   return rows.length;
 }
 
+/** Accounts per recount statement: each statement then stays well inside DATABASE_QUERY_TIMEOUT, however many files there are in all. */
+const RECOUNT_BATCH = 200;
+
 /**
  * Recounts every account's files and bytes, and the bytes its uploads in
  * flight reserved against the storage quota (the sum over its pending
@@ -150,27 +153,37 @@ export async function removeExpiredFiles(prisma: PrismaClient, now: Date, limit:
  * reservation an earlier version gave back in a statement of its own that
  * failed); returns how many accounts were corrected.
  *
- * One statement, and exact while uploads and deletes go on: it adds the
- * difference seen in its snapshot (actual minus counted) to the counter's
- * current value. Uploads, deletes and reservations change rows and counter
- * together, so they never change that difference; a row updated meanwhile
- * is re-read by PostgreSQL before the addition.
+ * One statement per `batch` accounts (in id order), each exact while
+ * uploads and deletes go on: it adds the difference seen in its snapshot
+ * (actual minus counted) to the counter's current value. Uploads, deletes
+ * and reservations change rows and counter together, so they never change
+ * that difference; a row updated meanwhile is re-read by PostgreSQL before
+ * the addition.
  */
-export async function recountFiles(prisma: PrismaClient): Promise<number> {
-  const fixed = await prisma.$queryRaw<{ id: number }[]>`
-    WITH actual AS (
-      SELECT a.id, a.file_count, a.total_bytes, a.reserved_bytes, count(f.id)::integer AS files, coalesce(sum(f.size), 0)::bigint AS bytes,
-        (SELECT coalesce(sum(p.reserved_bytes), 0) FROM pending_objects p WHERE p.account_id = a.id)::bigint AS reserved
-      FROM accounts a LEFT JOIN files f ON f.account_id = a.id
-      GROUP BY a.id
-    )
-    UPDATE accounts SET
-      file_count = accounts.file_count + (actual.files - actual.file_count),
-      total_bytes = accounts.total_bytes + (actual.bytes - actual.total_bytes),
-      reserved_bytes = accounts.reserved_bytes + (actual.reserved - actual.reserved_bytes)
-    FROM actual
-    WHERE accounts.id = actual.id
-      AND (actual.files <> actual.file_count OR actual.bytes <> actual.total_bytes OR actual.reserved <> actual.reserved_bytes)
-    RETURNING accounts.id`;
-  return fixed.length;
+export async function recountFiles(prisma: PrismaClient, batch = RECOUNT_BATCH): Promise<number> {
+  let fixed = 0;
+  for (let after = 0; ; ) {
+    const [row] = await prisma.$queryRaw<{ last: number | null; fixed: number }[]>`
+      WITH batch AS (
+        SELECT id FROM accounts WHERE id > ${after} ORDER BY id LIMIT ${batch}
+      ), actual AS (
+        SELECT a.id, a.file_count, a.total_bytes, a.reserved_bytes, count(f.id)::integer AS files, coalesce(sum(f.size), 0)::bigint AS bytes,
+          (SELECT coalesce(sum(p.reserved_bytes), 0) FROM pending_objects p WHERE p.account_id = a.id)::bigint AS reserved
+        FROM accounts a JOIN batch USING (id) LEFT JOIN files f ON f.account_id = a.id
+        GROUP BY a.id
+      ), corrected AS (
+        UPDATE accounts SET
+          file_count = accounts.file_count + (actual.files - actual.file_count),
+          total_bytes = accounts.total_bytes + (actual.bytes - actual.total_bytes),
+          reserved_bytes = accounts.reserved_bytes + (actual.reserved - actual.reserved_bytes)
+        FROM actual
+        WHERE accounts.id = actual.id
+          AND (actual.files <> actual.file_count OR actual.bytes <> actual.total_bytes OR actual.reserved <> actual.reserved_bytes)
+        RETURNING accounts.id
+      )
+      SELECT (SELECT max(id) FROM batch) AS last, (SELECT count(*) FROM corrected)::integer AS fixed`;
+    fixed += row?.fixed ?? 0;
+    if (row?.last == null) return fixed;
+    after = row.last;
+  }
 }

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
-import { commitFile, UploadSweptError } from '../../src/files/file-rows.js';
+import { commitFile, recountFiles, UploadSweptError } from '../../src/files/file-rows.js';
 
 const stats = async (t: TestServer, key: string) => (await call(t.url('/api/v1/stats'), { key })).body.stats;
 
@@ -65,6 +65,21 @@ for (const backend of backends) {
       expect(await stats(t, skewed.apiKey)).to.deep.equal({ total_files: 3, total_size: 33 });
       expect(await stats(t, fine.apiKey)).to.deep.equal({ total_files: 3, total_size: 33 });
       expect(await t.admin('POST', '/admin/gc', {})).to.deep.include({ counters_fixed: 0 });
+    });
+
+    it('when the recount goes over the accounts a few at a time, then a skewed account in every batch is corrected, and only those', async () => {
+      const made = [];
+      for (let i = 0; i < 5; i++) {
+        const a = await t.account();
+        await uploadFile(t.server.url, a.apiKey, 'f', 'x'.repeat(i + 1));
+        made.push(a);
+      }
+      const skewed = [made[0]!, made[2]!, made[4]!];
+      for (const a of skewed) await t.server.db.prisma.account.update({ where: { id: a.accountId }, data: { fileCount: 9, totalBytes: 99n } });
+      // Two accounts per statement: the five new ones (and the suite's earlier ones) span several.
+      expect(await recountFiles(t.server.db.prisma, 2)).to.equal(3);
+      for (const [i, a] of made.entries()) expect(await stats(t, a.apiKey)).to.deep.equal({ total_files: 1, total_size: i + 1 });
+      expect(await recountFiles(t.server.db.prisma, 2)).to.equal(0);
     });
 
     it('when `gc` recounts while uploads and deletes run, then the counters end exact', async () => {
