@@ -34,6 +34,7 @@ const schema = z
       .regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL')
       .optional(),
     DATABASE_CONNECT_TIMEOUT: integer(0, 3600).default(60),
+    DATABASE_QUERY_TIMEOUT: integer(1, 3600).default(10),
     ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
     ADMIN_PORT: port.default(3001),
     ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -126,6 +127,8 @@ const schema = z
     databaseUrl: env.DATABASE_URL,
     /** Seconds to keep retrying an unreachable PostgreSQL at start (it may be starting too); 0 tries once. */
     databaseConnectTimeout: env.DATABASE_CONNECT_TIMEOUT,
+    /** Seconds a PostgreSQL statement may run or wait (for a lock, a connection, an answer) before the request gets 503. */
+    databaseQueryTimeout: env.DATABASE_QUERY_TIMEOUT,
     adminHost: env.ADMIN_HOST,
     adminPort: env.ADMIN_PORT,
     adminToken: env.ADMIN_TOKEN,

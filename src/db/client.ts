@@ -23,6 +23,11 @@ export interface DatabaseOptions {
    * second opener gets DataDirLockedError.
    */
   pgliteDir?: string;
+  /**
+   * PostgreSQL only: the longest any statement may run or wait for a lock,
+   * and for a pooled connection (see `deadlines`). Absent: no deadline.
+   */
+  queryTimeoutMs?: number;
 }
 
 export interface Database {
@@ -45,10 +50,14 @@ const PGLITE_SHARED_BUFFERS = ['-c', 'shared_buffers=16MB'];
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let factory: SqlMigrationAwareDriverAdapterFactory;
+  let migrationFactory: SqlMigrationAwareDriverAdapterFactory | undefined;
   let closeDriver: () => Promise<void>;
   if (options.url) {
     const { PrismaPg } = await import('@prisma/adapter-pg');
-    factory = new PrismaPg({ connectionString: options.url });
+    factory = new PrismaPg({ connectionString: options.url, ...deadlines(options.queryTimeoutMs) });
+    // Migrations keep no statement deadline: an index built over a large
+    // table may rightly take minutes. Connecting is still bounded.
+    migrationFactory = new PrismaPg({ connectionString: options.url, ...deadlines(options.queryTimeoutMs, false) });
     closeDriver = async () => {};
   } else {
     const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
@@ -77,12 +86,34 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return {
     prisma,
     kind: options.url ? 'postgresql' : 'pglite',
-    migrate: async () => ((await pendingMigrations(prisma)).length ? applyMigrations(factory) : []),
+    migrate: async () => ((await pendingMigrations(prisma)).length ? applyMigrations(migrationFactory ?? factory) : []),
     async close() {
       await prisma.$disconnect();
       await closeDriver();
     },
   };
+}
+
+/** How much longer than the server's own deadline we wait for its answer before giving the connection up. */
+const ANSWER_MARGIN_MS = 5000;
+
+/**
+ * node-postgres waits forever by default: for a connection from a full pool,
+ * for a server that accepted the connection and never answers, for a row
+ * lock. Each gets a deadline here, so a stalled PostgreSQL costs a request
+ * a 503 after `ms` instead of holding it (and its client's connection)
+ * open. PostgreSQL itself cancels a statement that runs or waits past `ms`
+ * (the connection stays usable) and ends a session left idle inside a
+ * transaction that long (a replica frozen mid-transaction releases its
+ * locks). When no answer comes at all (the server or the network hung),
+ * the driver gives up `ANSWER_MARGIN_MS` later, and the pool drops that
+ * connection. TCP keepalive notices a peer that vanished between queries.
+ */
+function deadlines(ms: number | undefined, statements = true) {
+  if (!ms) return {};
+  const connecting = { connectionTimeoutMillis: ms, keepAlive: true, keepAliveInitialDelayMillis: 10_000 };
+  if (!statements) return connecting;
+  return { ...connecting, statement_timeout: ms, idle_in_transaction_session_timeout: ms, query_timeout: ms + ANSWER_MARGIN_MS };
 }
 
 /** Takes the folder's lock, then makes sure it holds a database (a copy of the template if it is new). */

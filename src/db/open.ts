@@ -12,10 +12,14 @@ import { describeDatabase, waitForDatabase, type WaitOptions } from './wait.js';
  * answers, so a failed start holds no pool.
  */
 export async function openReadyDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databaseConnectTimeout'>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databaseConnectTimeout' | 'databaseQueryTimeout'>,
   onRetry: (attempt: Parameters<WaitOptions['onRetry']>[0] & { target: string }) => void,
 ): Promise<Database> {
-  const db = await openDatabase({ url: config.databaseUrl, pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite') });
+  const db = await openDatabase({
+    url: config.databaseUrl,
+    pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, 'pglite'),
+    queryTimeoutMs: config.databaseQueryTimeout * 1000,
+  });
   if (!config.databaseUrl) return db;
   const target = describeDatabase(config.databaseUrl);
   try {
