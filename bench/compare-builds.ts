@@ -2,18 +2,21 @@
 // side in one session, alternately, against the same s3rver, PostgreSQL
 // database and Redis, and prints medians and ratios.
 //
-//   cp -r dist prisma package.json bench/data/before/   # before the change
+//   cp -r bin dist prisma package.json bench/data/before/   # before the change
 //   ...change src..., npm run build
 //   npx tsx bench/compare-builds.ts [--a bench/data/before] [--b .] [--reps 5]
 //       [--a-env '{"S3_PARTS_IN_FLIGHT":"1"}'] [--b-env '{...}']   (settings per side;
 //        REDIS_URL "" runs that side's limits in memory)
 //       [--upload 1024] [--download 1024] [--metadata /api/v1/files/{id}] [--seconds 10]
 //
-// Each build is a folder holding dist/, prisma/ and package.json (the server finds its
-// migrations next to dist/). Only the parts asked for run: --upload (MiB,
-// S3), --download (MiB, whole, S3) and/or --metadata (a path; autocannon at
-// 50 connections).
+// Each build is a folder holding bin/, dist/, prisma/ and package.json (the
+// server finds its migrations next to dist/). Its own bin/dropstream.js runs
+// it, with the V8 and glibc settings it sets; a folder without bin/ runs
+// dist/cli/index.js, without them. Only the parts asked for run: --upload
+// (MiB, S3), --download (MiB, whole, S3) and/or --metadata (a path;
+// autocannon at 50 connections).
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -46,7 +49,8 @@ await rm(work, { recursive: true, force: true });
 await mkdir(join(work, 'logs'), { recursive: true });
 setLogDir(join(work, 'logs'));
 
-const entry = (dir: string) => (dir === '.' ? 'bin/dropstream.js' : join(dir, 'dist', 'cli', 'index.js'));
+// A build's own launcher when it has one: it sets the V8 and glibc settings `serve` runs with.
+const entry = (dir: string) => (existsSync(join(dir, 'bin', 'dropstream.js')) ? join(dir, 'bin', 'dropstream.js') : join(dir, 'dist', 'cli', 'index.js'));
 const db = await createDatabase();
 const s3 = await startS3rver();
 const servers: Record<string, Dropstream> = {};
