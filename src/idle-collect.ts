@@ -5,9 +5,10 @@
 // bench/scenarios/soak.ts measured the process resting at its peak. One full
 // collection once requests stop gives the heap's pages and the freed
 // buffers back to the system.
-import type { IncomingMessage, Server } from 'node:http';
+import type { Server } from 'node:http';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { countRequests } from './request-count.js';
 
 /** V8's gc(): Node's own, when started with --expose-gc; otherwise exposed for a moment (as Node's docs for setFlagsFromString show). */
 type Collect = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
@@ -46,19 +47,12 @@ export interface IdleCollectOptions {
  */
 export function collectWhenIdle(servers: Server[], options: IdleCollectOptions): () => void {
   const gc = findCollector();
-  let requests = 0;
+  const requests = countRequests(servers, options.ignorePaths);
   let seen = 0;
   let baseline = held();
-  const ignored = new Set(options.ignorePaths ?? []);
-  // Runs for every request: the path without an array or a copy unless there is a query.
-  const count = ({ url = '' }: IncomingMessage) => {
-    const query = url.indexOf('?');
-    if (!ignored.has(query === -1 ? url : url.slice(0, query))) requests += 1;
-  };
-  for (const server of servers) server.on('request', count);
   const timer = setInterval(() => {
-    if (requests !== seen) {
-      seen = requests;
+    if (requests.total !== seen) {
+      seen = requests.total;
       return;
     }
     const before = held();
@@ -72,6 +66,6 @@ export function collectWhenIdle(servers: Server[], options: IdleCollectOptions):
   }, options.quietMs).unref();
   return () => {
     clearInterval(timer);
-    for (const server of servers) server.off('request', count);
+    requests.stop();
   };
 }

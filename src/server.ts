@@ -36,6 +36,7 @@ import { openStore } from './storage/open.js';
 import { StoreHealth } from './storage/store-health.js';
 import { HEALTH_PATHS } from './http/health-routes.js';
 import type { StoreCallObserver } from './storage/store-deadlines.js';
+import { growYoungGenerationWithLoad } from './young-generation.js';
 
 export interface RunningServer {
   /** Address of the public listener (the port is real when config asked for 0). */
@@ -346,6 +347,8 @@ export async function startServer(
       onCollect: (report) => logger.debug(report, 'memory collected after load'),
     });
     closers.add('idle collection', stopCollecting);
+    // The young generation grows only under a high request rate (src/young-generation.ts).
+    closers.add('young generation', growYoungGenerationWithLoad([server], { ignorePaths: HEALTH_PATHS }));
 
     let closing: Promise<void> | undefined;
     return {

@@ -1,14 +1,20 @@
 // V8 grows its young generation when much of what it allocates survives a
-// scavenge, and loading a server's modules is exactly that: compiled code,
-// module records and sources, all kept. A start grew it from 2 x 1 MiB to
-// 2 x 16 MiB, all of it touched once and then left resident: about 10 MiB of
+// scavenge. Loading a server's modules is exactly that (compiled code,
+// module records and sources, all kept): a start grew it from 2 x 1 MiB to
+// 2 x 16 MiB, all of it touched once and then left resident, about 10 MiB of
 // the 121 MiB peak measured when the server says it is listening (issue 24).
-// So the growth factor is held at 1 while the server starts, and V8's own
-// (2) is given back once it listens; a server under load then grows its
-// young generation as before (bin/dropstream.js sets its ceiling). The flag
-// is read at each growth, so a change at run time takes effect; given on
-// node's command line it did not hold the start (measured on Node 24).
+// A long upload is that too: the survivors V8 counts add up over the whole
+// transfer, and one 1 GiB upload grew it to 2 x 32 MiB, 60 MiB of its peak.
+// Only a high request rate gains from a large young generation (fewer of a
+// request's objects outlive a scavenge and get promoted: bin/dropstream.js
+// sets its ceiling for the metadata routes). So the growth factor is held at
+// 1 while the server starts, and afterwards V8's own (2) applies only while
+// requests come at GROW_AT_PER_SECOND or faster. The flag is read at each
+// growth, so a change at run time takes effect; given on node's command line
+// it did not hold the start (measured on Node 24).
+import type { Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
+import { countRequests } from './request-count.js';
 
 const FLAG = '--semi-space-growth-factor';
 const V8_DEFAULT = 2;
@@ -27,6 +33,37 @@ export function holdYoungGeneration(): () => void {
   return () => {
     if (released) return;
     released = true;
+    setFlagsFromString(`${FLAG}=${V8_DEFAULT}`);
+  };
+}
+
+/** Requests per second from which the young generation may grow. */
+export const GROW_AT_PER_SECOND = 100;
+
+/**
+ * Lets the young generation grow only in seconds in which `servers` receive
+ * at least `perSecond` requests (health probes, `ignorePaths`, do not count);
+ * otherwise holds it at the size it has. Returns the function that stops
+ * following the load and gives V8 its own factor back.
+ */
+export function growYoungGenerationWithLoad(servers: Server[], options: { perSecond?: number; ignorePaths?: readonly string[] } = {}): () => void {
+  if (operatorSet()) return () => {};
+  const perSecond = options.perSecond ?? GROW_AT_PER_SECOND;
+  const requests = countRequests(servers, options.ignorePaths);
+  let seen = requests.total;
+  let growing: boolean | undefined;
+  const follow = () => {
+    const busy = requests.total - seen >= perSecond;
+    seen = requests.total;
+    if (busy === growing) return;
+    growing = busy;
+    setFlagsFromString(`${FLAG}=${busy ? V8_DEFAULT : 1}`);
+  };
+  follow();
+  const timer = setInterval(follow, 1000).unref();
+  return () => {
+    clearInterval(timer);
+    requests.stop();
     setFlagsFromString(`${FLAG}=${V8_DEFAULT}`);
   };
 }

@@ -1,7 +1,9 @@
 // holdYoungGeneration (src/young-generation.ts): while held, objects that
 // survive collections do not grow V8's young generation; once let go, they
-// do again; an operator's own growth factor is left alone. Each case runs in
-// a new node process (tsx's loading may have grown it a step already).
+// do again; an operator's own growth factor is left alone.
+// growYoungGenerationWithLoad: it grows only while requests come fast.
+// Each case runs in a new node process (tsx's loading may have grown it a
+// step already).
 import { expect } from 'chai';
 import { runToExit } from './helpers/run-to-exit.js';
 
@@ -46,5 +48,52 @@ describe('holdYoungGeneration', () => {
   it('when the operator set a growth factor, then the hold leaves it to them', async () => {
     const { start, held } = await sizes(true, ['--semi-space-growth-factor=4']);
     expect(held).to.be.at.least(Math.max(4 * MiB, 2 * start));
+  });
+});
+
+/** new_space's size at start, after survivors with no requests, during many requests, and during health probes only. */
+const LOAD_CHILD = `
+import { createServer } from 'node:http';
+import { getHeapSpaceStatistics } from 'node:v8';
+import { growYoungGenerationWithLoad } from './src/young-generation.ts';
+const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+const kept = [];
+const survive = (mib) => { for (let i = 0; i < mib * 32; i++) kept.push(Array.from({ length: 1024 }, (_, j) => ({ j }))); };
+const server = createServer((req, res) => res.end('ok'));
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const url = 'http://127.0.0.1:' + server.address().port;
+// About 150 a second, one at a time: enough to count as load, little enough allocation to leave room to grow.
+const requests = async (path, ms) => {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    await fetch(url + path).then((r) => r.text());
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+};
+const stop = growYoungGenerationWithLoad([server], { perSecond: 50, ignorePaths: ['/healthz'] });
+const start = newSpace();
+survive(48);
+const quiet = newSpace();
+await requests('/api/v1/files', 2200);
+survive(8);
+const busy = newSpace();
+await requests('/healthz', 2500);
+survive(48);
+const probes = newSpace();
+stop();
+server.close();
+console.log(JSON.stringify({ start, quiet, busy, probes }));
+`;
+
+describe('growYoungGenerationWithLoad', () => {
+  it('when no requests come, then survivors leave the young generation as it is; under 50 requests a second it grows; with only health probes it is held again', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.NODE_OPTIONS;
+    const run = await runToExit(['--max-semi-space-size=64', '--import', 'tsx', '--input-type=module', '-e', LOAD_CHILD], { env, deadlineMs: 60_000 });
+    expect(run.code, run.stderr).to.equal(0);
+    const { start, quiet, busy, probes } = JSON.parse(run.stdout) as Record<string, number>;
+    expect(quiet).to.equal(start);
+    expect(busy).to.be.at.least(Math.max(4 * MiB, 2 * quiet));
+    expect(probes).to.be.at.most(busy);
   });
 });

@@ -65,8 +65,8 @@ function required(name: string, value: string | undefined): string {
 // serve and migrate import the server and database modules when they run:
 // loading Prisma and PGlite takes most of a second the admin commands do not need.
 async function serve() {
-  // Until it listens (src/young-generation.ts).
-  const releaseYoungGeneration = holdYoungGeneration();
+  // While the modules load; once listening, the server lets it grow with the request rate (src/young-generation.ts).
+  holdYoungGeneration();
   const config = loadConfig();
   // Everything the service writes is its own: files 0600, folders 0700, PGlite's too (src/data-dir.ts).
   process.umask(SERVICE_UMASK);
@@ -102,7 +102,6 @@ async function serve() {
   server = await startServer(config, logger).catch((err: unknown) => {
     throw dataDirError(err, config.dataDir) ?? err;
   });
-  releaseYoungGeneration();
 }
 
 async function migrate() {
