@@ -91,7 +91,7 @@ describe('growYoungGenerationWithLoad', () => {
     delete env.NODE_OPTIONS;
     const run = await runToExit(['--max-semi-space-size=64', '--import', 'tsx', '--input-type=module', '-e', LOAD_CHILD], { env, deadlineMs: 60_000 });
     expect(run.code, run.stderr).to.equal(0);
-    const { start, quiet, busy, probes } = JSON.parse(run.stdout) as Record<string, number>;
+    const { start, quiet, busy, probes } = JSON.parse(run.stdout) as { start: number; quiet: number; busy: number; probes: number };
     expect(quiet).to.equal(start);
     expect(busy).to.be.at.least(Math.max(4 * MiB, 2 * quiet));
     expect(probes).to.be.at.most(busy);
