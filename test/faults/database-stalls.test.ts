@@ -9,6 +9,7 @@ import pg from 'pg';
 import { call, uploadFile } from '../helpers/client.js';
 import { createTestDatabase } from '../helpers/databases.js';
 import { startHangingProxy, type HangingProxy } from '../helpers/hanging-proxy.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** The deadline plus the driver's margin for a server that never answers (5 s), and a loaded machine's slack. */
@@ -92,12 +93,8 @@ describe('faults: PostgreSQL answers too late or not at all (DATABASE_QUERY_TIME
     } finally {
       proxy.recover();
     }
-    let status = 0;
-    for (let i = 0; i < 50 && status !== 200; i++) {
-      status = (await call(t.url('/api/v1/stats'), { key })).status;
-      if (status !== 200) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(status).to.equal(200);
+    const stats = await eventually(() => call(t.url('/api/v1/stats'), { key }), (res) => res.status === 200);
+    expect(stats.status).to.equal(200);
     const list = await call(t.url('/api/v1/files'), { key });
     expect(list.body.files.map((f: { filename: string }) => f.filename)).to.deep.equal(['kept.txt']);
     expect((await uploadFile(t.server.url, key, 'after.txt', 'back')).status).to.equal(201);
