@@ -36,7 +36,11 @@ RUN npm run build
 # TypeScript are reachable as optional peers of @prisma/client, so --omit=dev
 # alone would keep them (and TypeScript's native compiler); the only other
 # optional package, pg-cloudflare, is loaded by pg on Cloudflare Workers only.
-RUN npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
+# koffi's binary for this platform is an optional package too, and the
+# server needs it (malloc_trim, src/malloc-trim.ts): it is set aside and put back.
+RUN mkdir -p node_modules/@koromix && mv node_modules/@koromix /tmp/koffi-binary \
+    && npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
+    && mv /tmp/koffi-binary node_modules/@koromix
 
 # ---- runtime ----
 FROM node:24-bookworm-slim AS runtime

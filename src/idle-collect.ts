@@ -4,10 +4,12 @@
 // quiet allocates nothing, so nothing collects it: the soak in
 // bench/scenarios/soak.ts measured the process resting at its peak. One full
 // collection once requests stop gives the heap's pages and the freed
-// buffers back to the system.
+// buffers back to the system, and malloc_trim then what glibc kept of them
+// (src/malloc-trim.ts).
 import type { Server } from 'node:http';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { mallocTrim } from './malloc-trim.js';
 import { countRequests } from './request-count.js';
 
 /** V8's gc(): Node's own, when started with --expose-gc; otherwise exposed for a moment (as Node's docs for setFlagsFromString show). */
@@ -31,38 +33,49 @@ function held(): number {
 export interface IdleCollectOptions {
   /** A period without a new request after which the collection runs. */
   quietMs: number;
-  /** Growth since the last collection (or start) below which there is nothing worth collecting. */
+  /**
+   * Growth since the last collection (or start), of V8's memory or of the
+   * process's resident memory, below which there is nothing worth collecting.
+   */
   minGrowthBytes: number;
-  /** Told what a collection gave back (the server logs it at debug level). */
-  onCollect?: (report: { freed_mib: number; took_ms: number }) => void;
+  /** Told what a collection gave back, of V8's memory and of resident memory (the server logs it at debug level). */
+  onCollect?: (report: { freed_mib: number; rss_freed_mib: number; took_ms: number }) => void;
   /** Paths whose requests are not load (health probes every few seconds would otherwise keep a collection from ever running). */
   ignorePaths?: readonly string[];
 }
 
 /**
  * Collects once when `servers` have had no new request for quietMs after a
- * burst that grew V8's memory by minGrowthBytes; a health check every few
+ * burst that grew V8's memory or the resident set by minGrowthBytes (growth
+ * in glibc's heaps alone, such as the optimizing compiler's, shows only in
+ * the second); a health check every few
  * seconds (ignorePaths) neither counts as a request nor keeps one from running.
  * Returns the function that stops it.
  */
 export function collectWhenIdle(servers: Server[], options: IdleCollectOptions): () => void {
   const gc = findCollector();
   const requests = countRequests(servers, options.ignorePaths);
+  const rss = process.memoryUsage.rss;
   let seen = 0;
   let baseline = held();
+  let rssBaseline = rss();
   const timer = setInterval(() => {
     if (requests.total !== seen) {
       seen = requests.total;
       return;
     }
     const before = held();
-    if (before - baseline < options.minGrowthBytes) return;
+    const rssBefore = rss();
+    if (before - baseline < options.minGrowthBytes && rssBefore - rssBaseline < options.minGrowthBytes) return;
     const started = performance.now();
     // 'last-resort' is V8's collection under memory pressure: it also unmaps
     // the free pages V8 keeps pooled for reuse, which a regular one leaves.
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    mallocTrim()?.();
     baseline = held();
-    options.onCollect?.({ freed_mib: Math.round((before - baseline) / 1048576), took_ms: Math.round(performance.now() - started) });
+    rssBaseline = rss();
+    const freed = (from: number, to: number) => Math.round((from - to) / 1048576);
+    options.onCollect?.({ freed_mib: freed(before, baseline), rss_freed_mib: freed(rssBefore, rssBaseline), took_ms: Math.round(performance.now() - started) });
   }, options.quietMs).unref();
   return () => {
     clearInterval(timer);

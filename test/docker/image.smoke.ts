@@ -116,6 +116,11 @@ function sharedChecks(d: Deployment) {
     await report({ mode: d.mode, healthy_after_ms: ms, idle: await memory(d.name) });
   });
 
+  it('when the server gives memory back after load, then it can call glibc\'s malloc_trim (koffi and its binary are in the image)', async () => {
+    const script = "const { mallocTrim } = await import('/app/dist/malloc-trim.js'); const trim = mallocTrim(); process.stdout.write(String(trim && typeof trim()));";
+    expect(await docker('exec', d.name, 'node', '--input-type=module', '-e', script)).to.equal('boolean');
+  });
+
   it('when `docker exec <c> dropstream accounts create --plan pro` runs, then it prints the new key (dropstream is on PATH)', async () => {
     const out = JSON.parse(await docker('exec', d.name, 'dropstream', 'accounts', 'create', '--plan', 'pro'));
     expect(out.plan).to.equal('pro');

@@ -1,0 +1,33 @@
+// glibc keeps what free() gives back inside its heaps, and returns a page to
+// the system only when it is at the top of one. After a burst of metadata
+// requests that was about 17 MiB (V8's optimizing compiler works in malloc'd
+// scratch memory and frees it in pieces): idle after the soak stayed 1.3x
+// idle after start. malloc_trim(0) also hands back the free pages in the
+// middle of every arena (docs/performance.md, Memory). Node has no binding
+// for it; koffi (a maintained FFI with prebuilt binaries) calls it.
+import { createRequire } from 'node:module';
+
+/** Gives glibc's free pages back to the system; false when there were none. */
+export type Trim = () => boolean;
+
+let loaded: Trim | null | undefined;
+
+/**
+ * malloc_trim, loaded on first use (koffi costs a few MiB, which a server
+ * that never sees load should not pay), or null where there is none: not
+ * Linux, a C library other than glibc (musl has no malloc_trim), or koffi's
+ * binary missing for this platform.
+ */
+export function mallocTrim(): Trim | null {
+  if (loaded !== undefined) return loaded;
+  loaded = null;
+  if (process.platform !== 'linux') return loaded;
+  try {
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
+    const trim = koffi.load('libc.so.6').func('int malloc_trim(size_t pad)') as (pad: number) => number;
+    loaded = () => trim(0) === 1;
+  } catch {
+    // No glibc or no koffi binary: memory stays with the allocator, as without this module.
+  }
+  return loaded;
+}
