@@ -103,6 +103,32 @@ describe('collectWhenIdle', () => {
     expect(process.memoryUsage.rss() - rss).to.be.lessThan(12 * MiB);
   });
 
+  it('when memory went back by itself after the collector started, then growth counts from there', async () => {
+    const libc = koffi.load('libc.so.6');
+    const malloc = libc.func('void *malloc(size_t size)');
+    const memset = libc.func('void *memset(void *s, int c, size_t n)');
+    const free = libc.func('void free(void *ptr)');
+    const trim = libc.func('int malloc_trim(size_t pad)');
+    // 24 MiB in use when the collector starts (as a start's own garbage is), given back a moment later.
+    const startup = Array.from({ length: 24 * 32 }, () => memset(malloc(32 * 1024), 1, 32 * 1024));
+    const { server, get } = await serverLeavingGlibcHeap(20);
+    servers.push(server);
+    const reports: { rss_freed_mib: number }[] = [];
+    collectNow();
+    stops.push(collectWhenIdle([server], { quietMs: 150, minGrowthBytes: 16 * MiB, onCollect: (r) => reports.push(r) }));
+    const started = process.memoryUsage.rss();
+    startup.forEach((block) => free(block));
+    trim(0);
+    expect(started - process.memoryUsage.rss()).to.be.greaterThan(16 * MiB);
+    await sleep(500);
+    // 20 MiB above where it rested, less than 16 above where it started.
+    await get();
+    expect(process.memoryUsage.rss()).to.be.lessThan(started + 16 * MiB);
+    for (let waited = 0; reports.length === 0 && waited < 3000; waited += 50) await sleep(50);
+    expect(reports).to.have.length(1);
+    expect(reports[0]!.rss_freed_mib).to.be.greaterThan(12);
+  });
+
   it('when requests keep coming, then nothing is collected until they stop', async () => {
     const { server, get } = await serverMaking(16);
     servers.push(server);
