@@ -13,8 +13,9 @@ export type Trim = () => boolean;
 let loaded: Trim | null | undefined;
 
 /**
- * malloc_trim, loaded on first use (koffi costs a few MiB, which a server
- * that never sees load should not pay), or null where there is none: not
+ * malloc_trim, loaded on first use (the idle collection's first run, once
+ * the server has settled after its start: loading koffi touches a few MiB,
+ * which the start's peak need not carry), or null where there is none: not
  * Linux, a C library other than glibc (musl has no malloc_trim), or koffi's
  * binary missing for this platform.
  */

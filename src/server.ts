@@ -343,6 +343,7 @@ export async function startServer(
     const stopCollecting = collectWhenIdle([server], {
       quietMs: 10_000,
       minGrowthBytes: 16 * 1024 * 1024,
+      settleStart: true,
       ignorePaths: HEALTH_PATHS,
       onCollect: (report) => logger.debug(report, 'memory collected after load'),
     });

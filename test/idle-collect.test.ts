@@ -129,6 +129,17 @@ describe('collectWhenIdle', () => {
     expect(reports[0]!.rss_freed_mib).to.be.greaterThan(12);
   });
 
+  it('when it settles the start, then it collects once at the first quiet period without any growth, and not again', async () => {
+    const { server } = await serverMaking(0);
+    servers.push(server);
+    let collections = 0;
+    stops.push(collectWhenIdle([server], { quietMs: 100, minGrowthBytes: 64 * MiB, settleStart: true, onCollect: () => collections++ }));
+    for (let waited = 0; collections === 0 && waited < 3000; waited += 50) await sleep(50);
+    expect(collections).to.equal(1);
+    await sleep(500);
+    expect(collections).to.equal(1);
+  });
+
   it('when requests keep coming, then nothing is collected until they stop', async () => {
     const { server, get } = await serverMaking(16);
     servers.push(server);
