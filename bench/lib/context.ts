@@ -70,6 +70,8 @@ export interface Comparison {
   notes?: string[];
   /** Peak RSS right after start, before any request, MiB, by party (uploads: for the idle target). */
   startupRssMib?: Record<string, number>;
+  /** RSS after 30 s without a request since start, MiB, by party (uploads: for the idle target). */
+  idleRssMib?: Record<string, number>;
 }
 
 export function side(label: string, samples: Record<string, number>[]): Side {

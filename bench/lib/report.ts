@@ -84,11 +84,14 @@ function memoryTargets(results: Comparison[]): Target[] {
   const out: Target[] = [];
   const partyMedian = (c: Comparison | undefined, label: string, key: string) => c?.sides.find((s) => s.label === label)?.median[key];
   const first = results.find((r) => r.scenario === 'uploads' && r.case.startsWith('s3') && r.startupRssMib);
-  const ours = first?.startupRssMib?.dropstream;
-  const tus = first?.startupRssMib?.['tus-node-server'];
-  if (ours !== undefined && tus !== undefined) {
-    out.push({ target: 'idle after start (PostgreSQL, S3): <= 1.2x tus-node-server', measured: `${(ours / tus).toFixed(2)}x (${ours} vs ${tus} MiB)`, met: ours <= 1.2 * tus });
-  }
+  // Issue 24 asks for idle after start; the peak while starting is the stricter reading, kept beside it.
+  const againstTus = (label: string, rss: Record<string, number> | undefined) => {
+    const ours = rss?.dropstream;
+    const tus = rss?.['tus-node-server'];
+    if (ours !== undefined && tus !== undefined) out.push({ target: `${label} (PostgreSQL, S3): <= 1.2x tus-node-server`, measured: `${(ours / tus).toFixed(2)}x (${ours} vs ${tus} MiB)`, met: ours <= 1.2 * tus });
+  };
+  againstTus('idle 30 s after start, no request yet', first?.idleRssMib);
+  againstTus('peak RSS right after start', first?.startupRssMib);
   const big = find(results, 'uploads', 's3, 5120 MiB');
   const bigOurs = oursMedian(big, 'peak_rss_mib');
   const bigTus = partyMedian(big, 'tus-node-server', 'peak_rss_mib');

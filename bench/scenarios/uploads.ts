@@ -2,13 +2,16 @@
 //   S3:    our service, the direct lib-storage upload (the limit),
 //          tus-node-server and Express + multer-s3, all on the same s3rver.
 //   local: our service, and a bare Node process piping to a file (the limit).
-// Servers start once; a small upload warms each one up (JIT, connection
-// pools) before anything is measured, and VmHWM is reset before every run.
+// Servers start once; their memory is read right after start (the peak) and
+// after IDLE_AFTER_START_S seconds without a request (issue 24's idle after
+// start); a small upload warms each one up (JIT, connection pools) before
+// anything is measured, and VmHWM is reset before every run.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
 import { alternate } from '../lib/measure.js';
-import { MiB } from '../lib/proc.js';
+import { currentRss, MiB } from '../lib/proc.js';
 import { startMulter, startTus } from '../lib/servers.js';
 import { directFileParty, directS3Party, dropstreamParty, multerParty, tusParty, type UploadParty, type UploadSample } from '../lib/uploads.js';
 
@@ -17,6 +20,8 @@ const DIRECT_S3 = 'direct lib-storage';
 const TUS = 'tus-node-server';
 const MULTER = 'Express + multer-s3';
 const DIRECT_FILE = 'bare Node to file';
+/** As the soak's idle: RSS after this long without a request. */
+const IDLE_AFTER_START_S = 30;
 
 export function uploadSizes(b: Bench): number[] {
   if (b.sizes) return b.sizes;
@@ -29,7 +34,7 @@ function repsFor(b: Bench, size: number): number {
   return size <= 64 * MiB ? 5 : size <= 1024 * MiB ? 3 : 1;
 }
 
-async function compare(b: Bench, store: string, all: UploadParty[], idle: Record<string, number>, log: (s: string) => void): Promise<Comparison[]> {
+async function compare(b: Bench, store: string, all: UploadParty[], idle: Record<string, number>, rested: Record<string, number>, log: (s: string) => void): Promise<Comparison[]> {
   const parties = all.filter((p, i) => i === 0 || !b.parties || b.parties.some((name) => p.label.startsWith(name)));
   for (const p of parties) await p.upload(8 * MiB, 1); // warm-up, not measured
   const out: Comparison[] = [];
@@ -44,9 +49,12 @@ async function compare(b: Bench, store: string, all: UploadParty[], idle: Record
     const ours = sides[0]!.median as unknown as UploadSample;
     const ratios: Record<string, number> = {};
     for (const other of sides.slice(1)) ratios[`MB/s vs ${other.label}`] = ratio(ours.mb_s, other.median.mb_s!);
-    const notes = [`peak RSS right after start, before any request: ${Object.entries(idle).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ')}`];
-    const startupRssMib = Object.fromEntries(Object.entries(idle).map(([k, v]) => [k, Math.round((v / MiB) * 10) / 10]));
-    out.push({ scenario: 'uploads', case: `${store}, ${size / MiB} MiB`, reps, sides, ratios, ...(out.length ? {} : { notes, startupRssMib }) });
+    const list = (rss: Record<string, number>) => Object.entries(rss).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ');
+    const inMib = (rss: Record<string, number>) => Object.fromEntries(Object.entries(rss).map(([k, v]) => [k, Math.round((v / MiB) * 10) / 10]));
+    const notes = [`peak RSS right after start, before any request: ${list(idle)}`];
+    if (Object.keys(rested).length) notes.push(`RSS ${IDLE_AFTER_START_S} s after start, no request yet: ${list(rested)}`);
+    const first = { notes, startupRssMib: inMib(idle), idleRssMib: inMib(rested) };
+    out.push({ scenario: 'uploads', case: `${store}, ${size / MiB} MiB`, reps, sides, ratios, ...(out.length ? {} : first) });
   }
   return out;
 }
@@ -63,14 +71,17 @@ export async function uploads(b: Bench, log: (s: string) => void): Promise<Compa
   const multer = await startMulter(ctx.endpoint, 'multer');
   try {
     const idle = { [OURS]: ours.startupPeakRss, [TUS]: tus.startupPeakRss, [MULTER]: multer.startupPeakRss };
-    log(`S3 uploads (peak RSS after start: ${Object.entries(idle).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ')})`);
+    await sleep(IDLE_AFTER_START_S * 1000);
+    const rested = { [OURS]: await currentRss(ours.proc.pid), [TUS]: await currentRss(tus.proc.pid), [MULTER]: await currentRss(multer.proc.pid) };
+    const list = (rss: Record<string, number>) => Object.entries(rss).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ');
+    log(`S3 uploads (peak RSS after start: ${list(idle)}; ${IDLE_AFTER_START_S} s later: ${list(rested)})`);
     results.push(
       ...(await compare(b, 's3', [
         dropstreamParty(OURS, ours, ctx.s3rverPid),
         directS3Party(DIRECT_S3, ctx, 'direct', b.partSize, b.partsInFlight),
         tusParty(TUS, tus, ctx, 'tus'),
         multerParty(MULTER, multer, ctx, 'multer'),
-      ], idle, log)),
+      ], idle, rested, log)),
     );
   } finally {
     await Promise.all([ours.proc.stop(), tus.proc.stop(), multer.proc.stop()]);
@@ -81,7 +92,7 @@ export async function uploads(b: Bench, log: (s: string) => void): Promise<Compa
   await mkdir(fileDir, { recursive: true });
   try {
     log('local uploads');
-    results.push(...(await compare(b, 'local', [dropstreamParty(OURS, local), directFileParty(DIRECT_FILE, fileDir)], { [OURS]: local.startupPeakRss }, log)));
+    results.push(...(await compare(b, 'local', [dropstreamParty(OURS, local), directFileParty(DIRECT_FILE, fileDir)], { [OURS]: local.startupPeakRss }, {}, log)));
   } finally {
     await local.proc.stop();
   }
