@@ -35,6 +35,20 @@ async function serverMaking(garbageMiB: number): Promise<{ server: Server; get(p
   return { server, get: async (path = '/') => void (await (await fetch(`http://127.0.0.1:${port}${path}`)).text()) };
 }
 
+/** glibc's allocator, called directly: memory V8 never sees. */
+const libc = (() => {
+  const lib = koffi.load('libc.so.6');
+  return {
+    malloc: lib.func('void *malloc(size_t size)'),
+    memset: lib.func('void *memset(void *s, int c, size_t n)'),
+    free: lib.func('void free(void *ptr)'),
+    trim: lib.func('int malloc_trim(size_t pad)'),
+  };
+})();
+
+/** `mib` of 32 KiB blocks, each written to (so resident). */
+const touchedBlocks = (mib: number): unknown[] => Array.from({ length: Math.ceil(mib * 32) }, () => libc.memset(libc.malloc(32 * 1024), 1, 32 * 1024));
+
 /**
  * A server whose requests leave about `mib` of freed memory in glibc's main
  * heap, which V8 does not see (as the optimizing compiler's scratch memory
@@ -43,17 +57,13 @@ async function serverMaking(garbageMiB: number): Promise<{ server: Server; get(p
  * the heap's top, as free() alone would.
  */
 async function serverLeavingGlibcHeap(mib: number): Promise<{ server: Server; get(): Promise<void> }> {
-  const libc = koffi.load('libc.so.6');
-  const malloc = libc.func('void *malloc(size_t size)');
-  const memset = libc.func('void *memset(void *s, int c, size_t n)');
-  const free = libc.func('void free(void *ptr)');
   const kept: unknown[] = [];
   const server = createServer((_req, res) => {
-    const blocks = Array.from({ length: Math.ceil((mib * 32 * 8) / 7) }, () => memset(malloc(32 * 1024), 1, 32 * 1024));
-    blocks.forEach((block, i) => (i % 8 === 7 || i === blocks.length - 1 ? kept.push(block) : free(block)));
+    const blocks = touchedBlocks((mib * 8) / 7);
+    blocks.forEach((block, i) => (i % 8 === 7 || i === blocks.length - 1 ? kept.push(block) : libc.free(block)));
     res.end('ok');
   });
-  server.once('close', () => kept.splice(0).forEach((block) => free(block)));
+  server.once('close', () => kept.splice(0).forEach((block) => libc.free(block)));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return { server, get: async () => void (await (await fetch(`http://127.0.0.1:${port}/`)).text()) };
@@ -104,21 +114,16 @@ describe('collectWhenIdle', () => {
   });
 
   it('when memory went back by itself after the collector started, then growth counts from there', async () => {
-    const libc = koffi.load('libc.so.6');
-    const malloc = libc.func('void *malloc(size_t size)');
-    const memset = libc.func('void *memset(void *s, int c, size_t n)');
-    const free = libc.func('void free(void *ptr)');
-    const trim = libc.func('int malloc_trim(size_t pad)');
     // 24 MiB in use when the collector starts (as a start's own garbage is), given back a moment later.
-    const startup = Array.from({ length: 24 * 32 }, () => memset(malloc(32 * 1024), 1, 32 * 1024));
+    const startup = touchedBlocks(24);
     const { server, get } = await serverLeavingGlibcHeap(20);
     servers.push(server);
     const reports: { rss_freed_mib: number }[] = [];
     collectNow();
     stops.push(collectWhenIdle([server], { quietMs: 150, minGrowthBytes: 16 * MiB, onCollect: (r) => reports.push(r) }));
     const started = process.memoryUsage.rss();
-    startup.forEach((block) => free(block));
-    trim(0);
+    startup.forEach((block) => libc.free(block));
+    libc.trim(0);
     expect(started - process.memoryUsage.rss()).to.be.greaterThan(16 * MiB);
     await sleep(500);
     // 20 MiB above where it rested, less than 16 above where it started.
