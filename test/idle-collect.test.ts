@@ -9,6 +9,7 @@ import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import koffi from 'koffi';
 import { collectWhenIdle } from '../src/idle-collect.js';
+import { eventually } from './helpers/raw-upload.js';
 
 const MiB = 1024 * 1024;
 
@@ -89,7 +90,7 @@ describe('collectWhenIdle', () => {
     for (let i = 0; i < 6; i++) await get();
     kept = [];
     // Two quiet periods, with room for a loaded machine's late timers.
-    for (let waited = 0; reports.length === 0 && waited < 3000; waited += 50) await sleep(50);
+    await eventually(async () => reports.length, (n) => n > 0, 3000);
     await sleep(300);
     expect(reports).to.have.length(1);
     expect(reports[0]!.freed_mib).to.be.greaterThan(8);
@@ -106,7 +107,7 @@ describe('collectWhenIdle', () => {
     await get();
     // What it freed stayed resident (else there is nothing to test).
     expect(process.memoryUsage.rss() - rss).to.be.greaterThan(32 * MiB);
-    for (let waited = 0; reports.length === 0 && waited < 3000; waited += 50) await sleep(50);
+    await eventually(async () => reports.length, (n) => n > 0, 3000);
     expect(reports).to.have.length(1);
     // The kept blocks (4.6 MiB) stay.
     expect(reports[0]!.rss_freed_mib).to.be.greaterThan(24);
@@ -129,7 +130,7 @@ describe('collectWhenIdle', () => {
     // 20 MiB above where it rested, less than 16 above where it started.
     await get();
     expect(process.memoryUsage.rss()).to.be.lessThan(started + 16 * MiB);
-    for (let waited = 0; reports.length === 0 && waited < 3000; waited += 50) await sleep(50);
+    await eventually(async () => reports.length, (n) => n > 0, 3000);
     expect(reports).to.have.length(1);
     expect(reports[0]!.rss_freed_mib).to.be.greaterThan(12);
   });
@@ -139,7 +140,7 @@ describe('collectWhenIdle', () => {
     servers.push(server);
     let collections = 0;
     stops.push(collectWhenIdle([server], { quietMs: 100, minGrowthBytes: 64 * MiB, settleStart: true, onCollect: () => collections++ }));
-    for (let waited = 0; collections === 0 && waited < 3000; waited += 50) await sleep(50);
+    await eventually(async () => collections, (n) => n > 0, 3000);
     expect(collections).to.equal(1);
     await sleep(500);
     expect(collections).to.equal(1);
@@ -157,7 +158,7 @@ describe('collectWhenIdle', () => {
       await sleep(40);
     }
     expect(collections).to.equal(0);
-    for (let waited = 0; collections === 0 && waited < 3000; waited += 50) await sleep(50);
+    await eventually(async () => collections, (n) => n > 0, 3000);
     expect(collections).to.equal(1);
   });
 
