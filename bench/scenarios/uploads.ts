@@ -23,6 +23,10 @@ const DIRECT_FILE = 'bare Node to file';
 /** As the soak's idle: RSS after this long without a request. */
 const IDLE_AFTER_START_S = 30;
 
+/** RSS by party, for a log line or a note: "dropstream 96.4 MiB, tus-node-server 82.8 MiB". */
+const rssList = (rss: Record<string, number>) => Object.entries(rss).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ');
+const rssInMib = (rss: Record<string, number>) => Object.fromEntries(Object.entries(rss).map(([k, v]) => [k, Math.round((v / MiB) * 10) / 10]));
+
 export function uploadSizes(b: Bench): number[] {
   if (b.sizes) return b.sizes;
   return (b.quick ? [64] : [64, 1024, 5120]).map((m) => m * MiB);
@@ -34,7 +38,8 @@ function repsFor(b: Bench, size: number): number {
   return size <= 64 * MiB ? 5 : size <= 1024 * MiB ? 3 : 1;
 }
 
-async function compare(b: Bench, store: string, all: UploadParty[], idle: Record<string, number>, rested: Record<string, number>, log: (s: string) => void): Promise<Comparison[]> {
+/** startPeak: each server's peak RSS right after start; rested: its RSS IDLE_AFTER_START_S later (empty where not read). */
+async function compare(b: Bench, store: string, all: UploadParty[], startPeak: Record<string, number>, rested: Record<string, number>, log: (s: string) => void): Promise<Comparison[]> {
   const parties = all.filter((p, i) => i === 0 || !b.parties || b.parties.some((name) => p.label.startsWith(name)));
   for (const p of parties) await p.upload(8 * MiB, 1); // warm-up, not measured
   const out: Comparison[] = [];
@@ -49,11 +54,9 @@ async function compare(b: Bench, store: string, all: UploadParty[], idle: Record
     const ours = sides[0]!.median as unknown as UploadSample;
     const ratios: Record<string, number> = {};
     for (const other of sides.slice(1)) ratios[`MB/s vs ${other.label}`] = ratio(ours.mb_s, other.median.mb_s!);
-    const list = (rss: Record<string, number>) => Object.entries(rss).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ');
-    const inMib = (rss: Record<string, number>) => Object.fromEntries(Object.entries(rss).map(([k, v]) => [k, Math.round((v / MiB) * 10) / 10]));
-    const notes = [`peak RSS right after start, before any request: ${list(idle)}`];
-    if (Object.keys(rested).length) notes.push(`RSS ${IDLE_AFTER_START_S} s after start, no request yet: ${list(rested)}`);
-    const first = { notes, startupRssMib: inMib(idle), idleRssMib: inMib(rested) };
+    const notes = [`peak RSS right after start, before any request: ${rssList(startPeak)}`];
+    if (Object.keys(rested).length) notes.push(`RSS ${IDLE_AFTER_START_S} s after start, no request yet: ${rssList(rested)}`);
+    const first = { notes, startupRssMib: rssInMib(startPeak), idleRssMib: rssInMib(rested) };
     out.push({ scenario: 'uploads', case: `${store}, ${size / MiB} MiB`, reps, sides, ratios, ...(out.length ? {} : first) });
   }
   return out;
@@ -70,18 +73,17 @@ export async function uploads(b: Bench, log: (s: string) => void): Promise<Compa
   const tus = await startTus(ctx.endpoint, 'tus', tusTmp);
   const multer = await startMulter(ctx.endpoint, 'multer');
   try {
-    const idle = { [OURS]: ours.startupPeakRss, [TUS]: tus.startupPeakRss, [MULTER]: multer.startupPeakRss };
+    const startPeak = { [OURS]: ours.startupPeakRss, [TUS]: tus.startupPeakRss, [MULTER]: multer.startupPeakRss };
     await sleep(IDLE_AFTER_START_S * 1000);
     const rested = { [OURS]: await currentRss(ours.proc.pid), [TUS]: await currentRss(tus.proc.pid), [MULTER]: await currentRss(multer.proc.pid) };
-    const list = (rss: Record<string, number>) => Object.entries(rss).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ');
-    log(`S3 uploads (peak RSS after start: ${list(idle)}; ${IDLE_AFTER_START_S} s later: ${list(rested)})`);
+    log(`S3 uploads (peak RSS after start: ${rssList(startPeak)}; ${IDLE_AFTER_START_S} s later: ${rssList(rested)})`);
     results.push(
       ...(await compare(b, 's3', [
         dropstreamParty(OURS, ours, ctx.s3rverPid),
         directS3Party(DIRECT_S3, ctx, 'direct', b.partSize, b.partsInFlight),
         tusParty(TUS, tus, ctx, 'tus'),
         multerParty(MULTER, multer, ctx, 'multer'),
-      ], idle, rested, log)),
+      ], startPeak, rested, log)),
     );
   } finally {
     await Promise.all([ours.proc.stop(), tus.proc.stop(), multer.proc.stop()]);
