@@ -55,8 +55,8 @@ export interface IdleCollectOptions {
  * Collects once when `servers` have had no new request for quietMs after a
  * burst that grew V8's memory or the resident set by minGrowthBytes (growth
  * in glibc's heaps alone, such as the optimizing compiler's, shows only in
- * the second); a health check every few
- * seconds (ignorePaths) neither counts as a request nor keeps one from running.
+ * the second); a health check every few seconds (ignorePaths) neither counts
+ * as a request nor keeps one from running.
  * Returns the function that stops it.
  */
 export function collectWhenIdle(servers: Server[], options: IdleCollectOptions): () => void {
@@ -75,9 +75,10 @@ export function collectWhenIdle(servers: Server[], options: IdleCollectOptions):
     const before = held();
     const rssBefore = rss();
     if (before - baseline < options.minGrowthBytes && rssBefore - rssBaseline < options.minGrowthBytes) {
-      // Growth counts from the least the process rested at: the start's
-      // own garbage, which V8 gives back by itself some seconds after
-      // listening (13 MiB of RSS in the soak bench), would otherwise hide as much growth.
+      // Growth counts from the least the process rested at: memory given
+      // back after the baseline was taken, by V8 itself or by connections
+      // closing (without settleStart, the start's own garbage: 13 MiB of RSS
+      // in the soak bench), would otherwise hide as much growth.
       baseline = Math.min(baseline, before);
       rssBaseline = Math.min(rssBaseline, rssBefore);
       return;
