@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { CliError } from '../admin-client.js';
 import { httpUrl } from '../transfer-http.js';
+import { parseDuration, parseSize } from '../units.js';
 
 export const SCENARIOS = ['uploads', 'resumable', 'downloads', 'metadata', 'slow', 'mixed'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -46,23 +47,8 @@ export const LOADTEST_USAGE = `  dropstream loadtest <uploads|resumable|download
       [--mix uploads=3,resumable=1,downloads=4,metadata=2] [--keep] [--progress]
       [--json FILE|-] [--report FILE] [--max-p99-ms MS] [--max-rss-mib MIB] [--max-error-rate FRACTION]`;
 
-const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gib: 1024 ** 3 };
-
-/** `1048576`, `64KiB`, `10MiB`, `1g`. */
-export function parseSize(name: string, value: string): number {
-  const match = /^([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)$/i.exec(value.trim());
-  const unit = match ? UNITS[match[2]!.toLowerCase()] : undefined;
-  if (!match || unit === undefined) throw new CliError(`--${name} must be a size such as 1048576, 64KiB or 10MiB`);
-  return Math.round(Number(match[1]) * unit);
-}
-
-/** `30` (seconds), `30s`, `500ms`, `2m`. */
-export function parseDuration(name: string, value: string): number {
-  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m)?$/.exec(value.trim());
-  if (!match) throw new CliError(`--${name} must be a duration such as 30s, 500ms or 2m`);
-  const scale = match[2] === 'ms' ? 1 : match[2] === 'm' ? 60_000 : 1000;
-  return Math.round(Number(match[1]) * scale);
-}
+// The size and duration parsers are the CLI's (src/cli/units.ts), so every command spells sizes alike.
+export { parseDuration, parseSize } from '../units.js';
 
 function positive(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
