@@ -35,6 +35,16 @@ const planOf = (row: KeyRow) =>
     maxExpiresIn: row.max_expires_in,
   });
 
+/** An account as `GET /admin/accounts` lists it. */
+export interface AccountSummary {
+  accountId: number;
+  email: string | null;
+  plan: string;
+  createdAt: Date;
+  fileCount: number;
+  totalBytes: number;
+}
+
 export interface AccountServiceOptions {
   /** Valid keys' callers, for a short time; absent: every request reads the database. */
   cache?: CallerCache;
@@ -109,6 +119,21 @@ export class AccountService {
     if (count === 0) throw accountErrors.accountNotFound();
     await this.options.changes?.accountChanged(accountId);
     return { accountId, plan: plan.name };
+  }
+
+  /** A page of accounts, oldest first, with their plan and what they store (the counters `dropstream gc` keeps true); and how many there are. */
+  async list(page: number, limit: number): Promise<{ accounts: AccountSummary[]; total: number }> {
+    const [rows, total] = await Promise.all([
+      this.prisma.account.findMany({
+        orderBy: { id: 'asc' },
+        skip: (page - 1) * limit,
+        take: limit,
+        select: { id: true, email: true, createdAt: true, fileCount: true, totalBytes: true, plan: { select: { name: true } } },
+      }),
+      this.prisma.account.count(),
+    ]);
+    const accounts = rows.map((row) => ({ accountId: row.id, email: row.email, plan: row.plan.name, createdAt: row.createdAt, fileCount: row.fileCount, totalBytes: Number(row.totalBytes) }));
+    return { accounts, total };
   }
 
   private async findPlan(name: string) {

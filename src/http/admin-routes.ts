@@ -9,6 +9,8 @@ import type { SweepResult } from '../files/sweeper.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { Metrics } from '../metrics.js';
 import { AppError, badRequest } from '../errors.js';
+import { parseListQuery } from './api-routes.js';
+import { formatDate } from './present.js';
 import { tooManyFailures } from './rate-limit.js';
 
 export interface AdminDeps {
@@ -120,6 +122,24 @@ export function adminRoutes({ accounts, plans, metrics, sweep }: AdminDeps) {
       maxExpiresIn: body.max_expires_in,
     });
     ctx.body = { success: true, plan: presentPlan(plan) };
+  });
+
+  // Oldest first, paginated as GET /api/v1/files is (?page, ?limit up to 100).
+  router.get('/admin/accounts', async (ctx) => {
+    const { page, limit } = parseListQuery(ctx.query);
+    const { accounts: rows, total } = await accounts.list(page, limit);
+    ctx.body = {
+      success: true,
+      accounts: rows.map((row) => ({
+        account_id: row.accountId,
+        email: row.email,
+        plan: row.plan,
+        created_at: formatDate(row.createdAt),
+        total_files: row.fileCount,
+        total_size: row.totalBytes,
+      })),
+      pagination: { page, limit, total, pages: Math.ceil(total / limit) },
+    };
   });
 
   router.post('/admin/accounts', async (ctx) => {

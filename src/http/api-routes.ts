@@ -44,7 +44,8 @@ const listQuery = z.object({
   limit: positiveInt.pipe(z.number().max(100)).default(20),
 });
 
-function parseListQuery(query: unknown) {
+/** ?page and ?limit of a list (the admin API's too): 400 invalid_parameter naming the bad one. */
+export function parseListQuery(query: unknown) {
   const result = listQuery.safeParse(query);
   if (!result.success) {
     const field = result.error.issues[0]?.path[0] ?? 'page';
