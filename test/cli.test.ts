@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { call } from './helpers/client.js';
 import { backends, createTestDatabase } from './helpers/databases.js';
+import { freePort } from './helpers/ports.js';
 import { envWithoutConfig, runToExit } from './helpers/run-to-exit.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -61,6 +62,18 @@ function failure(result: CliResult): string {
   return result.stderr.trim();
 }
 
+/** Checks a usage mistake: exit 2, nothing on stdout, a `dropstream: ...` line then the command's usage; returns the first line. */
+function usageFailure(result: CliResult, usage: string): string {
+  expect(result.code, 'exit code').to.equal(2);
+  expect(result.stdout, 'stdout').to.equal('');
+  const [first, ...rest] = result.stderr.trimEnd().split('\n');
+  expect(first).to.match(/^dropstream: /);
+  expect(rest.join('\n')).to.include(usage);
+  return first!;
+}
+
+const packageVersion = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')).version as string;
+
 describe('dropstream CLI: admin commands', () => {
   let server: TestServer;
   let env: Record<string, string>;
@@ -107,7 +120,76 @@ describe('dropstream CLI: admin commands', () => {
     });
   });
 
+  describe('accounts list', () => {
+    it('when accounts exist, then accounts list prints them oldest first with plan, email and what they store, paginated', async () => {
+      const a = jsonLine(await cli('accounts', 'create', '--plan', 'pro', '--email', 'list-a@example.com'));
+      const b = jsonLine(await cli('accounts', 'create', '--plan', 'business'));
+      const all = jsonLine(await cli('accounts', 'list', '--limit', '100'));
+      expect(Object.keys(all)).to.deep.equal(['accounts', 'pagination']);
+      const ids = all.accounts.map((row: { account_id: number }) => row.account_id);
+      expect(ids).to.deep.equal([...ids].sort((x: number, y: number) => x - y));
+      const rowA = all.accounts.find((row: { account_id: number }) => row.account_id === a.account_id);
+      expect(rowA).to.include({ email: 'list-a@example.com', plan: 'pro', total_files: 0, total_size: 0 });
+      expect(rowA.created_at).to.match(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+      expect(all.accounts.find((row: { account_id: number }) => row.account_id === b.account_id)).to.include({ email: null, plan: 'business' });
+      expect(all.pagination).to.deep.include({ page: 1, limit: 100, total: all.accounts.length });
+      const page = jsonLine(await cli('accounts', 'list', '--limit', '1', '--page', '2'));
+      expect(page.accounts.map((row: { account_id: number }) => row.account_id)).to.deep.equal([ids[1]]);
+      expect(page.pagination).to.deep.equal({ page: 2, limit: 1, total: all.pagination.total, pages: all.pagination.total });
+    });
+
+    it('when an account has files, then accounts list counts them', async () => {
+      const { accountId, apiKey } = await server.account('pro');
+      const form = new FormData();
+      form.append('file', new Blob(['twelve bytes']), 'a.txt');
+      expect((await fetch(server.url('/api/v1/files/upload'), { method: 'POST', headers: { Authorization: `Bearer ${apiKey}` }, body: form })).status).to.equal(201);
+      const all = jsonLine(await cli('accounts', 'list', '--limit', '100'));
+      expect(all.accounts.find((row: { account_id: number }) => row.account_id === accountId)).to.include({ total_files: 1, total_size: 12 });
+    });
+
+    it('when the limit is over 100, then the admin API answers 400 invalid_parameter and the CLI prints it', async () => {
+      expect(failure(await cli('accounts', 'list', '--limit', '101'))).to.equal('dropstream: 400: limit must be an integer from 1 to 100');
+    });
+  });
+
+  describe('help and version', () => {
+    it('when a command is given --help, then its usage and what it does go to stdout, exit 0, and nothing runs', async () => {
+      for (const [args, usage] of [
+        [['accounts', 'create', '--help'], 'usage: dropstream accounts create --plan <name> [--email <email>]'],
+        [['plans', 'set', '-h'], 'usage: dropstream plans set <name> [--api-access true|false]'],
+        [['gc', '--help'], 'usage: dropstream gc [--grace SECONDS]'],
+        [['serve', '--help'], 'usage: dropstream serve [--port N] [--host ADDRESS]'],
+        [['upload', '--help'], 'usage: dropstream upload <path>'],
+        [['links', 'create', '--help'], 'usage: dropstream links create <file-id>'],
+      ] as const) {
+        // ADMIN_URL points nowhere: a command that ran would fail.
+        const result = await runCli([...args], { ADMIN_URL: 'http://127.0.0.1:1', ADMIN_TOKEN: 'x' });
+        expect(result.code, args.join(' ')).to.equal(0);
+        expect(result.stderr, args.join(' ')).to.equal('');
+        expect(result.stdout.startsWith(usage), `${args.join(' ')}: ${result.stdout}`).to.equal(true);
+      }
+    });
+
+    it('when a group is given --help, then its commands are listed', async () => {
+      const result = await cli('links', '--help');
+      expect(result.code).to.equal(0);
+      expect(result.stdout).to.include('dropstream links list <file-id>').and.include('dropstream links create <file-id>').and.include('dropstream links revoke <file-id> <link-id>');
+    });
+
+    it("when --version is asked, then it prints package.json's version", async () => {
+      expect((await cli('--version')).stdout).to.equal(`dropstream ${packageVersion}\n`);
+    });
+  });
+
   describe('plans', () => {
+    it('when sizes and times are given with units, then plans set stores them in bytes and seconds', async () => {
+      const out = jsonLine(await cli('plans', 'set', 'units', '--max-file-size', '1.5GiB', '--max-total-size', '10GiB', '--max-expires-in', '7d'));
+      expect(out).to.include({ max_file_size: 1.5 * 2 ** 30, max_total_size: 10 * 2 ** 30, max_expires_in: 7 * 86_400 });
+      const small = jsonLine(await cli('plans', 'set', 'units', '--max-file-size', '64KiB', '--max-total-size', '100MiB', '--max-expires-in', '90m'));
+      expect(small).to.include({ max_file_size: 65_536, max_total_size: 100 * 2 ** 20, max_expires_in: 5400 });
+      expect(failure(await cli('plans', 'set', 'units', '--max-total-size', '10XB'))).to.equal('dropstream: --max-total-size must be a size such as 1048576, 64KiB or 10GiB, not "10XB"');
+    });
+
     it('when plans set creates a plan, then it prints the plan and plans list includes it', async () => {
       const out = jsonLine(
         await cli(
@@ -176,15 +258,36 @@ describe('dropstream CLI: admin commands', () => {
       expect(failure(await cli('accounts', 'create'))).to.include('--plan');
     });
 
-    it('when a flag is unknown, then the CLI names it', async () => {
-      expect(failure(await cli('plans', 'list', '--bogus'))).to.include('--bogus');
+    it('when a flag is unknown, then the CLI names it and the command, and shows its usage (exit 2)', async () => {
+      expect(usageFailure(await cli('plans', 'list', '--bogus'), 'usage: dropstream plans list')).to.equal('dropstream: unknown option --bogus for `plans list`');
     });
 
-    it('when the command is unknown, then the CLI says so in one line', async () => {
-      const [top, sub, bare] = await Promise.all([cli('frobnicate'), cli('accounts', 'frobnicate'), cli('accounts')]);
-      expect(failure(top)).to.include('unknown command: frobnicate');
+    it("when a flag is typo'd, then the CLI says which one was meant, with the command's usage, and changes nothing", async () => {
+      const before = jsonLine(await cli('accounts', 'list', '--limit', '100')).pagination.total;
+      const line = usageFailure(await cli('accounts', 'create', '--plan', 'pro', '--emial', 'typo@example.com'), 'usage: dropstream accounts create --plan <name> [--email <email>]');
+      expect(line).to.equal('dropstream: unknown option --emial for `accounts create`; did you mean --email?');
+      expect(jsonLine(await cli('accounts', 'list', '--limit', '100')).pagination.total).to.equal(before);
+      // Not node's parser text.
+      expect((await cli('accounts', 'create', '--emial', 'x')).stderr).not.to.include('To specify a positional argument');
+    });
+
+    it('when a flag has no value, then the CLI says so for that command', async () => {
+      expect(usageFailure(await cli('accounts', 'create', '--plan'), 'usage: dropstream accounts create')).to.equal('dropstream: --plan needs a value for `accounts create`');
+    });
+
+    it('when the command is unknown, then the CLI says so, and suggests the one meant', async () => {
+      const [top, typo, sub, bare] = await Promise.all([cli('frobnicate'), cli('acounts', 'list'), cli('accounts', 'frobnicate'), cli('accounts')]);
+      expect(failure(top)).to.equal('dropstream: unknown command: frobnicate (see `dropstream help`)');
+      expect(failure(typo)).to.equal('dropstream: unknown command: acounts; did you mean `accounts`? (see `dropstream help`)');
       expect(failure(sub)).to.include('unknown command: accounts frobnicate');
-      expect(failure(bare)).to.include('unknown command: accounts');
+      // A group alone lists its commands.
+      expect(usageFailure(bare, 'dropstream accounts list')).to.include('unknown command: accounts');
+    });
+
+    it('when gc is given a negative grace, then it says what --grace takes, before asking the server anything', async () => {
+      // ADMIN_URL points nowhere: had it asked, the line would say it cannot reach the admin API.
+      const result = await runCli(['gc', '--grace', '-5'], { ADMIN_URL: 'http://127.0.0.1:1', ADMIN_TOKEN: 'x' });
+      expect(failure(result)).to.equal('dropstream: --grace must be whole seconds from 0 (how old a leftover must be to go), not "-5"');
     });
 
     it('when the admin token is wrong, then the CLI reports 401', async () => {
@@ -197,13 +300,26 @@ describe('dropstream CLI: admin commands', () => {
       expect(failure(result)).to.include('cannot reach the admin API at http://127.0.0.1:1');
     });
 
-    it('when there is neither ADMIN_TOKEN nor a token file, then the CLI says how to get one', async () => {
+    it('when there is neither ADMIN_TOKEN nor a token file, then the CLI says that DATA_DIR decides where it is, and the three ways to fix it', async () => {
       const empty = await mkdtemp(join(tmpdir(), 'dropstream-cli-'));
       try {
         const result = await runCli(['plans', 'list'], { ADMIN_URL: server.server.adminUrl, DATA_DIR: empty });
-        expect(failure(result)).to.include('no admin token').and.include(join(empty, 'admin-token'));
+        expect(failure(result)).to.equal(
+          `dropstream: no admin token: DATA_DIR decides where it is (DATA_DIR/admin-token, written by the server at its first start), and ${join(empty, 'admin-token')} does not exist (DATA_DIR=${empty}); ` +
+            "run this from the server's folder, set DATA_DIR as the server has it, or set ADMIN_TOKEN (and ADMIN_URL when the server is elsewhere)",
+        );
       } finally {
         await rm(empty, { recursive: true, force: true });
+      }
+    });
+
+    it('when run from another folder without DATA_DIR, then the CLI says it looked in ./data of that folder', async () => {
+      const elsewhere = await mkdtemp(join(tmpdir(), 'dropstream-elsewhere-'));
+      try {
+        const { code, stdout, stderr } = await runToExit([bin, 'plans', 'list'], { cwd: elsewhere, env: { ...baseEnv, ADMIN_URL: server.server.adminUrl } });
+        expect(failure({ code, stdout, stderr, lines: [] })).to.include(`${join(elsewhere, 'data', 'admin-token')} does not exist (DATA_DIR is not set: ./data of the current folder)`);
+      } finally {
+        await rm(elsewhere, { recursive: true, force: true });
       }
     });
   });
@@ -224,8 +340,8 @@ interface ServeProcess {
   waitForLog(msg: string, timeoutMs?: number): Promise<any>;
 }
 
-function startServe(env: Record<string, string>): ServeProcess {
-  const child = spawn(process.execPath, [bin, 'serve'], { cwd: root, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function startServe(env: Record<string, string>, args: string[] = []): ServeProcess {
+  const child = spawn(process.execPath, [bin, 'serve', ...args], { cwd: root, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: any[] = [];
   let pending = '';
   let stderr = '';
@@ -355,6 +471,29 @@ describe('dropstream serve', () => {
       await exitOf(other.child);
       await rm(otherDir, { recursive: true, force: true });
     }
+  });
+
+  it('when serve is given --port and --host, then it listens there, over PORT and HOST', async () => {
+    const otherDir = await mkdtemp(join(tmpdir(), 'dropstream-port-'));
+    const [port, envPort] = [await freePort(), await freePort()];
+    const other = startServe({ DATA_DIR: otherDir, PORT: String(envPort), HOST: '0.0.0.0', ADMIN_PORT: '0' }, ['--port', String(port), '--host', '127.0.0.1']);
+    try {
+      const listening = await other.waitForLog('dropstream listening');
+      expect(listening.url).to.equal(`http://127.0.0.1:${port}`);
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).to.equal(200);
+      other.child.kill('SIGTERM');
+      expect(await exitOf(other.child)).to.deep.equal({ code: 0, signal: null });
+    } finally {
+      if (other.child.exitCode === null && other.child.signalCode === null) other.child.kill('SIGKILL');
+      await exitOf(other.child);
+      await rm(otherDir, { recursive: true, force: true });
+    }
+  });
+
+  it('when serve is given a bad --port or a typo, then it exits before starting, with one line naming the flag', async () => {
+    expect(failure(await runCli(['serve', '--port', 'abc'], { DATA_DIR: dataDir }))).to.equal('dropstream: --port must be a port number from 0 to 65535, not "abc"');
+    expect(failure(await runCli(['serve', '--port', '70000'], { DATA_DIR: dataDir }))).to.include('--port must be a port number');
+    expect(usageFailure(await runCli(['serve', '--prot', '8080'], { DATA_DIR: dataDir }), 'usage: dropstream serve')).to.equal('dropstream: unknown option --prot for `serve`; did you mean --port?');
   });
 
   it('when a config value is bad, then serve exits non-zero with a line naming the variable', async () => {

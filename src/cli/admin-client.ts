@@ -17,8 +17,16 @@ export async function adminClientOptions(env: NodeJS.ProcessEnv): Promise<AdminC
   const path = adminTokenPath(resolve(env.DATA_DIR || './data'));
   try {
     return { url, token: (await readFile(path, 'utf8')).trim() };
-  } catch {
-    throw new CliError(`no admin token: set ADMIN_TOKEN, or start the server once so it writes ${path}`);
+  } catch (err) {
+    // Said in terms of where the CLI looked and why there: run from another
+    // folder, DATA_DIR's default (./data) is a folder the server never used.
+    const code = (err as NodeJS.ErrnoException).code;
+    const found = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`;
+    const dataDir = env.DATA_DIR ? `DATA_DIR=${env.DATA_DIR}` : 'DATA_DIR is not set: ./data of the current folder';
+    throw new CliError(
+      `no admin token: DATA_DIR decides where it is (DATA_DIR/admin-token, written by the server at its first start), and ${path} ${found} (${dataDir}); ` +
+        `run this from the server's folder, set DATA_DIR as the server has it, or set ADMIN_TOKEN (and ADMIN_URL when the server is elsewhere)`,
+    );
   }
 }
 

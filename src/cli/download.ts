@@ -7,11 +7,21 @@ import type { IncomingMessage } from 'node:http';
 import { link, lstat, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { parseArgs } from 'node:util';
 import { decodeExtended, parse as parseDisposition } from 'content-disposition';
 import { CliError } from './admin-client.js';
+import { parseCommand, text, type Command } from './args.js';
 import { createProgress } from './progress.js';
-import { errno, httpUrl, networkError, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
+import { errno, httpUrl, Interrupted, networkError, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
+
+export const DOWNLOAD: Command = {
+  name: 'download',
+  usage: 'download <link> [-o PATH] [--force] [--progress] [--password PW]',
+  summary:
+    'Saves the file a public link serves, under its own name in the current folder (or -o: a file, or a folder), never over an existing file without --force; ' +
+    'prints the path. --password answers a link that asks for one (DROPSTREAM_LINK_PASSWORD too, kept out of the process list).',
+  options: { output: { type: 'string', short: 'o' }, force: { type: 'boolean' }, progress: { type: 'boolean' }, password: { type: 'string' } },
+  positionals: { min: 1, max: 1 },
+};
 
 async function exists(path: string): Promise<boolean> {
   return lstat(path).then(
@@ -70,6 +80,8 @@ interface DownloadOptions {
   output?: string;
   force: boolean;
   progress: boolean;
+  /** A password-protected link's password, sent as HTTP Basic (any user name: none). */
+  password?: string;
 }
 
 export async function download(args: string[]): Promise<void> {
@@ -77,21 +89,16 @@ export async function download(args: string[]): Promise<void> {
   const { url, output, force } = options;
   // Before connecting, when we already know the name.
   const named = await namedDestination(output, force);
-  const res = await requestLink(url);
+  const res = await requestLink(url, options.password);
   const dest = await destinationFor(res, named, output, force);
   await save(res, dest, options);
   process.stdout.write(`${dest}\n`);
 }
 
 function downloadOptions(args: string[]): DownloadOptions {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { output: { type: 'string', short: 'o' }, force: { type: 'boolean' }, progress: { type: 'boolean' } },
-  });
-  const [link, ...extra] = positionals;
-  if (!link || extra.length > 0) throw new CliError('usage: dropstream download <link> [-o PATH] [--force] [--progress]');
-  return { url: httpUrl(link, 'the link'), output: values.output, force: values.force === true, progress: values.progress === true };
+  const { values, positionals } = parseCommand(DOWNLOAD, args);
+  const password = text(values, 'password') ?? (process.env.DROPSTREAM_LINK_PASSWORD || undefined);
+  return { url: httpUrl(positionals[0]!, 'the link'), output: text(values, 'output'), force: values.force === true, progress: values.progress === true, password };
 }
 
 /** The path -o names when it is a file rather than a folder, refused if it exists (without --force). */
@@ -104,8 +111,10 @@ async function namedDestination(output: string | undefined, force: boolean): Pro
 }
 
 /** GETs the link: the response when it is 200, else the error it carries. */
-async function requestLink(url: URL): Promise<IncomingMessage> {
-  const req = startRequest(url, { method: 'GET' });
+async function requestLink(url: URL, password: string | undefined): Promise<IncomingMessage> {
+  // Basic with an empty user name, as `curl -u :secret` sends it; a password in the link itself (http://:pw@host/...) works too (node sends it the same way).
+  const headers = password === undefined ? undefined : { Authorization: `Basic ${Buffer.from(`:${password}`).toString('base64')}` };
+  const req = startRequest(url, { method: 'GET', headers });
   req.end();
   let res: IncomingMessage;
   try {
@@ -154,7 +163,7 @@ async function save(res: IncomingMessage, dest: string, options: DownloadOptions
     await place(temp, dest, force);
   } catch (err) {
     await rm(temp, { force: true });
-    if (interrupt.signal.aborted) throw new CliError('interrupted');
+    if (interrupt.signal.aborted) throw new Interrupted('interrupted');
     if (err instanceof CliError) throw err;
     if ((err as NodeJS.ErrnoException).path !== undefined || (err as NodeJS.ErrnoException).syscall === 'rename') {
       throw new CliError(`cannot write ${dest} (${errno(err) ?? (err as Error).message})`);

@@ -4,13 +4,17 @@
 // its own), continuing from the offset the server stored; the progress line
 // says it waits, then where it resumed. A server never reached is not retried:
 // a wrong address or a server that is down fails at once, as a small file does.
+// An upload cut short for good (Ctrl-C, retries spent on a broken network) is
+// remembered (upload-store.ts) and continues when the same command runs
+// again, saying where it resumed; --fresh starts over.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
 import { DetailedError, Upload } from 'tus-js-client';
 import { CliError } from './admin-client.js';
-import { createProgress } from './progress.js';
-import { networkError, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
+import { createProgress, formatBytes } from './progress.js';
+import { Interrupted, networkError, onSigint, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
+import { uploadFingerprint, uploadStore } from './upload-store.js';
 
 /** Files from this size on go resumable unless --plain is given. */
 export const RESUMABLE_THRESHOLD = 64 * 1024 * 1024;
@@ -25,6 +29,12 @@ export interface ResumableUploadOptions {
   path: string;
   size: number;
   showProgress: boolean;
+  /** The link's rules (expires_in, max_downloads, password) as Upload-Metadata. */
+  metadata: Record<string, string>;
+  /** Start over: forget (and terminate) an upload of this file a previous run left. */
+  fresh: boolean;
+  /** Where the store of unfinished uploads is (XDG_CACHE_HOME, HOME). */
+  env: NodeJS.ProcessEnv;
 }
 
 /** Retried: no answer at all, 5xx, 409/423 (another request still holds the upload), 429 (rate limit). */
@@ -61,59 +71,105 @@ export const retryLine = (delayMs: number, reason: string) => (delayMs > 0 ? `re
 export interface SendEvents {
   onProgress(sent: number): void;
   onResumed(offset: number): void;
+  /** An upload a previous run left continues at `offset`. */
+  onContinued(offset: number): void;
   /** A retry is coming after `delayMs`, for `reason`. */
   onRetry(delayMs: number, reason: string): void;
 }
 
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** What is left to say about an interrupted upload: where it stands, and how to continue it. */
+const interruptedLine = (sent: number, size: number) =>
+  `interrupted at ${size > 0 ? Math.floor((sent / size) * 100) : 0}% (${formatBytes(sent)} of ${formatBytes(size)}); run the same command again to resume, or add --fresh to start over`;
+
 /**
  * Sends the file with tus; resolves with the upload's URL. An upload given
- * up on (retries spent, an error answer, Ctrl-C) is terminated: this client
- * keeps no upload URLs between runs, so nothing could continue it, and it
- * would hold a daily upload slot until it expired.
+ * up on because the server refused it is terminated (it would hold a daily
+ * upload slot until it expired, and nothing could continue it). One cut
+ * short by Ctrl-C or by a network that stayed away is aborted without
+ * terminating (its request ends at once, the server keeps what it stored),
+ * and stays in the store for the next run.
  */
-async function send(options: ResumableUploadOptions, { onProgress, onResumed, onRetry }: SendEvents): Promise<string> {
+async function send(options: ResumableUploadOptions, { onProgress, onResumed, onContinued, onRetry }: SendEvents): Promise<string> {
   const { endpoint, key, path, size } = options;
-  let upload: Upload | undefined;
+  const store = uploadStore(options.env);
+  const fingerprint = await uploadFingerprint(endpoint, path, options.metadata);
+  const finished = deferred<string>();
   // Retries are for a connection that worked and broke: until the server has
   // answered once, a failure is a wrong address or a server that is down.
   let reached = false;
-  const finished: Promise<string> = new Promise((resolve, reject) => {
-    upload = new Upload(createReadStream(path), {
-      endpoint: endpoint.href,
-      headers: { Authorization: `Bearer ${key}` },
-      metadata: { filename: basename(path) },
-      uploadSize: size,
-      retryDelays: RETRY_DELAYS,
-      onShouldRetry: (err, attempt, opts) => {
-        if (!reached || !retryable(err as DetailedError)) return false;
-        onRetry(opts.retryDelays?.[attempt] ?? 0, retryReason(err as DetailedError));
-        return true;
-      },
-      onProgress,
-      onAfterResponse: (req, res) => {
-        reached = true;
-        const offset = Number(res.getHeader('Upload-Offset'));
-        if (req.getMethod() === 'HEAD' && res.getStatus() === 200 && offset >= 0) onResumed(offset);
-      },
-      onError: reject,
-      onSuccess: () => resolve(upload!.url!),
-    });
-    upload.start();
+  let sent = 0;
+  /** The offset of the first HEAD: only a continued upload starts with one. */
+  let continuing = false;
+  const upload: Upload = new Upload(createReadStream(path), {
+    endpoint: endpoint.href,
+    headers: { Authorization: `Bearer ${key}` },
+    metadata: { filename: basename(path), ...options.metadata },
+    uploadSize: size,
+    retryDelays: RETRY_DELAYS,
+    urlStorage: store,
+    fingerprint: async () => fingerprint,
+    storeFingerprintForResuming: true,
+    removeFingerprintOnSuccess: true,
+    onShouldRetry: (err, attempt, opts) => {
+      if (!reached || !retryable(err as DetailedError)) return false;
+      onRetry(opts.retryDelays?.[attempt] ?? 0, retryReason(err as DetailedError));
+      return true;
+    },
+    onProgress: (bytes) => {
+      sent = bytes;
+      onProgress(bytes);
+    },
+    onAfterResponse: (req, res) => {
+      reached = true;
+      // Only the first answer can be about an upload a previous run left.
+      const first = continuing;
+      continuing = false;
+      const offset = Number(res.getHeader('Upload-Offset'));
+      if (req.getMethod() !== 'HEAD' || res.getStatus() !== 200 || !(offset >= 0)) return;
+      sent = Math.max(sent, offset);
+      if (first) onContinued(offset);
+      else onResumed(offset);
+    },
+    onError: (err) => finished.reject(err),
+    onSuccess: () => finished.resolve(upload.url!),
   });
-  // Ctrl-C: give the upload up (terminated below) rather than leave it half done.
-  let onInterrupt = () => {};
+  const previous = (await upload.findPreviousUploads()).sort((a, b) => Date.parse(b.creationTime) - Date.parse(a.creationTime));
+  if (options.fresh) {
+    // Give back the slots the old ones hold; one already gone is no matter.
+    for (const old of previous) {
+      if (old.uploadUrl) await Upload.terminate(old.uploadUrl, { headers: { Authorization: `Bearer ${key}` }, retryDelays: [] }).catch(() => {});
+      await store.removeUpload(old.urlStorageKey);
+    }
+  } else if (previous[0]) {
+    upload.resumeFromPreviousUpload(previous[0]);
+    continuing = true;
+  }
+  upload.start();
+  // Ctrl-C: stop sending at once, keep the upload for the next run, exit 130.
+  let interrupt = () => {};
   const interrupted = new Promise<never>((_, reject) => {
-    onInterrupt = () => reject(new CliError('interrupted'));
-    process.once('SIGINT', onInterrupt);
+    interrupt = () => reject(new Interrupted(interruptedLine(sent, size)));
   });
+  const restoreSigint = onSigint(() => interrupt());
   try {
-    return await Promise.race([finished, interrupted]);
+    return await Promise.race([finished.promise, interrupted]);
   } catch (err) {
-    if (upload?.url) await upload.abort(true).catch(() => {});
-    else await upload?.abort(false).catch(() => {});
+    const refused = err instanceof DetailedError && err.originalResponse !== null && !retryable(err);
+    if (refused && upload.url) await upload.abort(true).catch(() => {});
+    else await upload.abort(false).catch(() => {});
     throw err;
   } finally {
-    process.off('SIGINT', onInterrupt);
+    restoreSigint();
   }
 }
 
@@ -144,6 +200,10 @@ export async function resumableUpload(options: ResumableUploadOptions): Promise<
     const uploadUrl = await send(options, {
       onProgress: (sent) => progress.update(sent),
       onResumed: (offset) => progress.resumed(offset),
+      onContinued: (offset) => {
+        progress.note(`dropstream: resumed at ${size > 0 ? Math.floor((offset / size) * 100) : 0}% (${formatBytes(offset)} of ${formatBytes(size)} already on the server)`);
+        progress.resumed(offset);
+      },
       onRetry: (delayMs, reason) => {
         progress.note(`dropstream: ${retryLine(delayMs, reason)}`);
         progress.waiting(delayMs > 0 ? `retry in ${Math.ceil(delayMs / 1000)} s` : 'retrying');

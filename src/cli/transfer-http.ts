@@ -5,6 +5,20 @@ import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { CliError } from './admin-client.js';
 
+/** Ctrl-C (SIGINT): exit code 130, as a shell reports a command a SIGINT ended. */
+export class Interrupted extends CliError {
+  readonly exitCode = 130;
+}
+
+/**
+ * Calls `onInterrupt` on Ctrl-C instead of Node's default (dying at once,
+ * mid-request); returns the function that puts the default back.
+ */
+export function onSigint(onInterrupt: () => void): () => void {
+  process.once('SIGINT', onInterrupt);
+  return () => process.off('SIGINT', onInterrupt);
+}
+
 /** A connection with no traffic for this long is given up. */
 const IDLE_TIMEOUT_MS = 60_000;
 /** Error bodies are small JSON; never read more than this of one. */

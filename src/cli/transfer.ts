@@ -7,31 +7,47 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { parseArgs } from 'node:util';
 import { CliError } from './admin-client.js';
-import { download } from './download.js';
+import { apiClient } from './api-client.js';
+import { parseCommand, text, UsageError, usageOf, type Command } from './args.js';
+import { LINK_RULE_OPTIONS, LINK_RULE_USAGE, linkRules } from './commands/files.js';
+import { DOWNLOAD, download } from './download.js';
 import { createProgress } from './progress.js';
 import { RESUMABLE_THRESHOLD, resumableUpload } from './resumable-upload.js';
-import { apiUrl, errno, httpUrl, networkError, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
+import { apiUrl, errno, Interrupted, networkError, onSigint, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
 
-export const TRANSFER_USAGE = `  dropstream upload <path> [--server URL] [--key KEY] [--progress] [--resumable | --plain]
-  dropstream download <link> [-o PATH] [--force] [--progress]`;
+export const UPLOAD: Command = {
+  name: 'upload',
+  usage: `upload <path> [--server URL] [--key KEY] [--progress] [--resumable | --plain] [--fresh]
+                  ${LINK_RULE_USAGE}`,
+  summary:
+    'Uploads a file and prints its public link. From 64 MiB on (or with --resumable) it goes resumable (tus): an upload cut off or ' +
+    'interrupted with Ctrl-C continues where it stopped when the same command runs again (--fresh starts over). ' +
+    '--expires-in (seconds, or 90m, 12h, 7d), --max-downloads and --password set the rules of its public link.',
+  options: {
+    server: { type: 'string' },
+    key: { type: 'string' },
+    progress: { type: 'boolean' },
+    resumable: { type: 'boolean' },
+    plain: { type: 'boolean' },
+    fresh: { type: 'boolean' },
+    ...LINK_RULE_OPTIONS,
+  },
+  positionals: { min: 1, max: 1 },
+};
 
-/**
- * Where upload sends without --server: DROPSTREAM_SERVER, else the server's
- * own settings as `serve` reads them (PUBLIC_URL, else http://localhost:$PORT),
- * as the admin commands follow ADMIN_PORT. An empty variable counts as unset.
- */
-const serverFrom = (env: NodeJS.ProcessEnv) => env.DROPSTREAM_SERVER || env.PUBLIC_URL || `http://localhost:${env.PORT || 3000}`;
+export const TRANSFER_COMMANDS = [UPLOAD, DOWNLOAD];
 
 /** The multipart/form-data framing around the file's bytes: one part named `file`. */
-export function multipartFraming(filename: string): { contentType: string; head: Buffer; tail: Buffer } {
+export function multipartFraming(filename: string, fields: Record<string, string> = {}): { contentType: string; head: Buffer; tail: Buffer } {
   // CR or LF would break the framing; the server refuses control characters anyway.
   if (/[\u0000-\u001f\u007f]/.test(filename)) throw new CliError(`cannot upload ${JSON.stringify(filename)}: the name has control characters`);
   const boundary = `dropstream-${randomBytes(16).toString('hex')}`;
   // Raw UTF-8 in a quoted string, as browsers and curl send it (the server decodes part names as UTF-8).
   const quoted = filename.replace(/[\\"]/g, '\\$&');
-  const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${quoted}"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+  // The options go before the file part: the server reads them before it stores a byte.
+  const parts = Object.entries(fields).map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
+  const head = `${parts.join('')}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${quoted}"\r\nContent-Type: application/octet-stream\r\n\r\n`;
   return { contentType: `multipart/form-data; boundary=${boundary}`, head: Buffer.from(head, 'utf8'), tail: Buffer.from(`\r\n--${boundary}--\r\n`) };
 }
 
@@ -65,27 +81,22 @@ async function whyRefused(server: URL, key: string, size: number): Promise<CliEr
 }
 
 async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { server: { type: 'string' }, key: { type: 'string' }, progress: { type: 'boolean' }, resumable: { type: 'boolean' }, plain: { type: 'boolean' } },
-  });
-  const [path, ...extra] = positionals;
-  if (!path || extra.length > 0 || (values.resumable && values.plain)) {
-    throw new CliError('usage: dropstream upload <path> [--server URL] [--key KEY] [--progress] [--resumable | --plain]');
-  }
-  const server = httpUrl(values.server || serverFrom(env), '--server');
-  const key = values.key || env.DROPSTREAM_API_KEY;
-  if (!key) throw new CliError('no API key: pass --key or set DROPSTREAM_API_KEY');
+  const { values, positionals } = parseCommand(UPLOAD, args);
+  const path = positionals[0]!;
+  if (values.resumable && values.plain) throw new UsageError(`--resumable and --plain exclude each other\n${usageOf(UPLOAD)}`);
+  const rules = linkRules(values);
+  // As the API takes them: text fields (multipart) or Upload-Metadata (tus).
+  const fields = Object.fromEntries(Object.entries(rules).map(([name, value]) => [name, String(value)]));
+  const { server, key } = apiClient({ server: text(values, 'server'), key: text(values, 'key') }, env);
   const size = await regularFileSize(path);
   const showProgress = values.progress === true || process.stderr.isTTY === true;
   // Large files go resumable (tus): a cut connection costs a retry, not the upload.
   if (values.resumable || (!values.plain && size >= RESUMABLE_THRESHOLD)) {
-    const link = await resumableUpload({ endpoint: apiUrl(server, '/api/v1/uploads'), key, path, size, showProgress });
+    const link = await resumableUpload({ endpoint: apiUrl(server, '/api/v1/uploads'), key, path, size, showProgress, metadata: fields, fresh: values.fresh === true, env });
     process.stdout.write(`${link}\n`);
     return;
   }
-  const { contentType, head, tail } = multipartFraming(basename(path));
+  const { contentType, head, tail } = multipartFraming(basename(path), fields);
   const url = apiUrl(server, '/api/v1/files/upload');
 
   const progress = createProgress({ enabled: showProgress, total: size });
@@ -99,6 +110,13 @@ async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const stop = new AbortController();
   let sent = false;
   answered.then(() => sent || stop.abort(), () => {});
+  // Ctrl-C: abort the request (the server drops the partial file; a plain upload cannot resume), exit 130.
+  let interrupted = false;
+  const restoreSigint = onSigint(() => {
+    interrupted = true;
+    stop.abort();
+    req.destroy();
+  });
   const frame = async function* (file: AsyncIterable<Buffer>) {
     yield head;
     yield* file;
@@ -109,7 +127,9 @@ async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     sent = true;
   });
   const [sendResult, answer] = await Promise.allSettled([sending, answered]);
+  restoreSigint();
   progress.finish();
+  if (interrupted) throw new Interrupted('interrupted; a plain upload starts over when run again (files from 64 MiB, or with --resumable, resume)');
 
   if (answer.status === 'rejected') {
     const err = sendResult.status === 'rejected' ? sendResult.reason : answer.reason;
