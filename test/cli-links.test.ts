@@ -93,6 +93,17 @@ describe('dropstream files and links', () => {
     expect(primary).to.include({ primary: true, max_downloads: 3, password_protected: true });
   });
 
+  it('when the cache folder cannot be used, then a resumable upload still succeeds, with one warning saying it cannot be resumed', async () => {
+    // XDG_CACHE_HOME is a file: nothing can be read or made under it.
+    const blocker = join(dir, 'not-a-folder');
+    await writeFile(blocker, 'x');
+    await writeFile(join(dir, 'nocache.bin'), randomBytes(10_000));
+    const result = await cli(['upload', join(dir, 'nocache.bin'), '--resumable'], { XDG_CACHE_HOME: blocker });
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.lines).to.have.length(1);
+    expect(result.stderr).to.equal(`dropstream: warning: cannot use ${join(blocker, 'dropstream', 'uploads.json')} (ENOTDIR); this upload cannot be resumed by a later run\n`);
+  });
+
   it('when links create, list and revoke are run, then a second link works with its own rules and stops working once revoked', async () => {
     const bytes = randomBytes(50_000);
     const fileId = await fileIdOf(await upload('shared.bin', bytes));

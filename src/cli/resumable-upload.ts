@@ -73,6 +73,8 @@ export interface SendEvents {
   onResumed(offset: number): void;
   /** An upload a previous run left continues at `offset`. */
   onContinued(offset: number): void;
+  /** A line to print on its own (a warning). */
+  onNote(line: string): void;
   /** A retry is coming after `delayMs`, for `reason`. */
   onRetry(delayMs: number, reason: string): void;
 }
@@ -99,9 +101,9 @@ const interruptedLine = (sent: number, size: number) =>
  * terminating (its request ends at once, the server keeps what it stored),
  * and stays in the store for the next run.
  */
-async function send(options: ResumableUploadOptions, { onProgress, onResumed, onContinued, onRetry }: SendEvents): Promise<string> {
+async function send(options: ResumableUploadOptions, { onProgress, onResumed, onContinued, onRetry, onNote }: SendEvents): Promise<string> {
   const { endpoint, key, path, size } = options;
-  const store = uploadStore(options.env);
+  const store = uploadStore(options.env, onNote);
   const fingerprint = await uploadFingerprint(endpoint, path, options.metadata);
   const finished = deferred<string>();
   // Retries are for a connection that worked and broke: until the server has
@@ -200,6 +202,7 @@ export async function resumableUpload(options: ResumableUploadOptions): Promise<
     const uploadUrl = await send(options, {
       onProgress: (sent) => progress.update(sent),
       onResumed: (offset) => progress.resumed(offset),
+      onNote: (line) => progress.note(line),
       onContinued: (offset) => {
         progress.note(`dropstream: resumed at ${size > 0 ? Math.floor((offset / size) * 100) : 0}% (${formatBytes(offset)} of ${formatBytes(size)} already on the server)`);
         progress.resumed(offset);

@@ -37,7 +37,7 @@ export async function uploadFingerprint(endpoint: URL, path: string, rules: Reco
  * never sees half a file; two runs writing at once can lose one entry (that
  * upload then starts over), which is not worth a lock.
  */
-export function uploadStore(env: NodeJS.ProcessEnv): UrlStorage & { path: string } {
+export function uploadStore(env: NodeJS.ProcessEnv, warn: (line: string) => void): UrlStorage & { path: string } {
   const dir = cacheDir(env);
   const path = join(dir, 'uploads.json');
 
@@ -61,8 +61,18 @@ export function uploadStore(env: NodeJS.ProcessEnv): UrlStorage & { path: string
     await rename(temp, path);
   }
 
+  // The store is a convenience: one that cannot be read or written (a
+  // read-only home, a full disk) costs resuming, never the upload, and is
+  // said once.
+  let warned = false;
+  const unusable = (err: unknown) => {
+    if (warned) return;
+    warned = true;
+    warn(`dropstream: warning: cannot use ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); this upload cannot be resumed by a later run`);
+  };
+
   const matching = async (prefix: string) =>
-    Object.entries(await load())
+    Object.entries(await load().catch((err: unknown) => (unusable(err), {} as Entries)))
       .filter(([key]) => key.startsWith(prefix))
       .map(([key, entry]) => ({ ...entry, urlStorageKey: key }));
 
@@ -71,17 +81,25 @@ export function uploadStore(env: NodeJS.ProcessEnv): UrlStorage & { path: string
     findAllUploads: () => matching('tus::'),
     findUploadsByFingerprint: (fingerprint) => matching(`tus::${fingerprint}::`),
     async removeUpload(key) {
-      const entries = await load();
-      if (!(key in entries)) return;
-      delete entries[key];
-      await save(entries);
+      try {
+        const entries = await load();
+        if (!(key in entries)) return;
+        delete entries[key];
+        await save(entries);
+      } catch (err) {
+        unusable(err);
+      }
     },
     async addUpload(fingerprint, upload) {
       const key = `tus::${fingerprint}::${randomBytes(6).toString('hex')}`;
-      const entries = await load();
-      // Metadata stays out: it holds the password (and the server keeps it anyway).
-      entries[key] = { size: upload.size, metadata: {}, creationTime: upload.creationTime, uploadUrl: upload.uploadUrl, urlStorageKey: key, parallelUploadUrls: null };
-      await save(entries);
+      try {
+        const entries = await load();
+        // Metadata stays out: it holds the password (and the server keeps it anyway).
+        entries[key] = { size: upload.size, metadata: {}, creationTime: upload.creationTime, uploadUrl: upload.uploadUrl, urlStorageKey: key, parallelUploadUrls: null };
+        await save(entries);
+      } catch (err) {
+        unusable(err);
+      }
       return key;
     },
   };
