@@ -79,10 +79,15 @@ export async function main(argv: string[]): Promise<boolean> {
     return false;
   }
   if (first === 'loadtest') {
-    // Loaded when used: the report reads uPlot from node_modules.
-    const { loadtest } = await import('./loadtest/index.js');
+    // Loaded when used: the report reads uPlot from node_modules. loadtest
+    // parses its own flags; its usage names them, which is enough for --help
+    // and the typo hints.
+    const [{ loadtest }, { LOADTEST_USAGE }] = await Promise.all([import('./loadtest/index.js'), import('./loadtest/options.js')]);
+    const usageText = LOADTEST_USAGE.replace(/^\s*dropstream /, '');
+    if (rest.includes('--help') || rest.includes('-h')) throw new HelpShown(`usage: dropstream ${usageText}\n`);
+    const options = Object.fromEntries([...LOADTEST_USAGE.matchAll(/--([a-z0-9-]+)/g)].map((match) => [match[1]!, { type: 'string' as const }]));
     process.exitCode = await loadtest(rest).catch((err: unknown) => {
-      throw usageErrorFor(err, { name: 'loadtest', options: {} }) ?? err;
+      throw usageErrorFor(err, { name: 'loadtest', options, usage: usageText }) ?? err;
     });
     return false;
   }
