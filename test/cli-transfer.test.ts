@@ -414,6 +414,30 @@ describe('dropstream upload and download', () => {
     }
   });
 
+  it('when a download is interrupted with Ctrl-C, then it exits 130 at once and leaves neither the file nor a temp file', async () => {
+    // A server that promises 1 MB, sends 64 kB and then nothing.
+    let sent!: () => void;
+    const started = new Promise<void>((resolve) => (sent = resolve));
+    const staller = createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Length': 1_000_000, 'Content-Disposition': 'attachment; filename="held.bin"' });
+      res.write(Buffer.alloc(64 * 1024), () => sent());
+    });
+    await new Promise<void>((resolve) => staller.listen(0, '127.0.0.1', resolve));
+    try {
+      const dir = await folder();
+      const { port } = staller.address() as AddressInfo;
+      // The child runs in `dir` (interruptCli starts it in this process's folder, so -o names the folder).
+      const result = await interruptCli(['download', `http://127.0.0.1:${port}/download/x`, '-o', dir], started.then(() => new Promise((resolve) => setTimeout(resolve, 300))));
+      expect(result.code, result.stderr).to.equal(130);
+      expect(result.exitMs).to.be.below(5_000);
+      expect(result.stderr).to.equal('dropstream: interrupted\n');
+      expect(await readdir(dir)).to.deep.equal([]);
+    } finally {
+      staller.closeAllConnections();
+      await new Promise((resolve) => staller.close(resolve));
+    }
+  });
+
   it('when the server is unreachable for a resumable upload, then it fails at once with one line instead of retrying for minutes', async () => {
     const started = Date.now();
     const result = await runCli(['upload', source, '--server', 'http://127.0.0.1:1', '--key', key, '--resumable', '--progress']);
