@@ -91,6 +91,15 @@ describe('start mistakes: one line, before migrations', () => {
     expect(() => loadConfig({ S3_ENDPOINT: 'ftp://minio:9000', S3_BUCKET: 'files' })).to.throw(ConfigError, 'must be an http:// or https:// URL');
   });
 
+  it('when DATABASE_URL is not a URL, then `serve` exits 1 with one line naming it, no stack trace', async () => {
+    const result = await run(['serve'], { DATA_DIR: dataDir, DATABASE_URL: 'postgresql://dropstream:pw@db:99999/dropstream' });
+    expect(result.code).to.equal(1);
+    expect(oneLine(result.stderr)).to.equal(
+      'dropstream: invalid configuration: DATABASE_URL: is not a valid URL (a space, a bad port or an unencoded special character?); ' +
+        'write it as postgresql:// or postgres://..., e.g. postgresql://user:password@host:5432/dropstream',
+    );
+  });
+
   it('when Node is older than engines, then a warning names the version and the range; a supported one gets none', () => {
     expect(nodeVersionWarning('v20.19.5')).to.equal('Node v20.19.5 is not supported (package.json engines: node >=22); use Node 24 LTS');
     expect(nodeVersionWarning('v22.0.0')).to.equal(undefined);
