@@ -125,7 +125,7 @@ for (const backend of backends) {
       expect(await downloadStatus(t.url(file.public_link))).to.equal(200);
     });
 
-    it('when the primary link is revoked, then the file gets a fresh primary link, its public_link shows it, and the old URL is 404', async () => {
+    it('when the primary link is revoked, then the answer carries the fresh primary link, the file\'s public_link shows it, and the old URL is 404', async () => {
       const [primary] = (await call(links(), { key })).body.links;
       const res = await call(`${links()}/${primary.link_id}`, { method: 'DELETE', key });
       expect(res.body.message).to.equal('Link revoked; the file has a new primary link');
@@ -133,6 +133,7 @@ for (const backend of backends) {
       expect(info.public_link).to.not.equal(file.public_link);
       const [fresh] = (await call(links(), { key })).body.links;
       expect(fresh).to.include({ primary: true, public_link: info.public_link, download_count: 0 });
+      expect(res.body).to.deep.equal({ success: true, message: 'Link revoked; the file has a new primary link', link: fresh });
       expect(fresh.link_id).to.not.equal(primary.link_id);
       expect(await downloadStatus(t.url(file.public_link))).to.equal(404);
       expect(await downloadStatus(t.url(info.public_link))).to.equal(200);

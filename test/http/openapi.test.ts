@@ -307,6 +307,10 @@ for (const backend of backends) {
       const again = await call(t.url(`/api/v1/files/${id}/links/${made.body.link.link_id}`), { method: 'DELETE', key: own });
       expect(again.status).to.equal(404);
       expectDocumented(again, '/files/{file_id}/links/{link_id}', 'delete');
+      const primary = (await call(t.url(`/api/v1/files/${id}/links`), { key: own })).body.links[0];
+      const rotated = await call(t.url(`/api/v1/files/${id}/links/${primary.link_id}`), { method: 'DELETE', key: own });
+      expect(rotated.body.link.primary).to.equal(true);
+      expectDocumented(rotated, '/files/{file_id}/links/{link_id}', 'delete');
       const limited = (await call(t.url(`/api/v1/files/${id}/links`), { method: 'POST', key: own, headers: { 'Content-Type': 'application/json' }, body: '{"max_downloads":1}' })).body.link;
       await (await fetch(t.url(limited.public_link))).arrayBuffer();
       const exhausted = await call(t.url(limited.public_link));
