@@ -173,6 +173,8 @@ describe('start: the database is not reachable (yet)', () => {
       expect(Date.now() - started).to.be.below(5000);
       expect(run.logs.filter((line) => line.msg === 'database not reachable, retrying')).to.be.empty;
       expect(oneLine(run.stderr())).to.include(`cannot use the database at 127.0.0.1:${url.port}/dropstream_no_such_database`).and.include('does not exist');
+      // And what to do about it, with the address it was looked for at.
+      expect(oneLine(run.stderr())).to.match(new RegExp(`; create it: createdb -h 127\\.0\\.0\\.1 -p ${url.port} dropstream_no_such_database \\(`));
     });
   });
 });
