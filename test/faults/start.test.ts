@@ -188,7 +188,9 @@ describe('start: DATA_DIR cannot be used', () => {
       const run = runServe(['serve'], { DATA_DIR: dataDir });
       expect(await run.exited).to.equal(1);
       // The first write may be DATA_DIR itself (the embedded database's lock beside pglite/) or a folder in it.
-      expect(oneLine(run.stderr())).to.match(new RegExp(`^dropstream: DATA_DIR ${dataDir} cannot be used \\(ENOTDIR on mkdir '${dataDir}['/]`));
+      expect(oneLine(run.stderr())).to.match(
+        new RegExp(`^dropstream: DATA_DIR ${dataDir} cannot be made: ${join(dir, 'file')} is a file, not a directory \\(ENOTDIR on mkdir '${dataDir}['/][^)]*\\); set DATA_DIR to a folder elsewhere$`),
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
