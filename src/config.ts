@@ -92,7 +92,7 @@ const schema = z
       .string()
       .regex(/^(\*|https?:\/\/[^,\s]+(,https?:\/\/[^,\s]+)*)$/, 'must be * or a comma-separated list of http(s) origins')
       .optional(),
-    LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
+    LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
     SHUTDOWN_TIMEOUT: integer(0, 3600).default(30),
     HEADERS_TIMEOUT: integer(1, 600).default(20),
     MAX_CONNECTIONS_PER_ADDRESS: integer(0, 1_000_000).default(256),
@@ -170,7 +170,7 @@ const schema = z
     adminPort: env.ADMIN_PORT,
     adminToken: env.ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,
-    /** JSON lines, or colourised lines for a terminal. */
+    /** JSON lines, or colourised lines for a terminal; unset: `serve` picks by whether stdout is one (src/log-format.ts). */
     logFormat: env.LOG_FORMAT,
     /** Seconds in-flight requests get to finish after SIGTERM before they are cut off. */
     shutdownTimeout: env.SHUTDOWN_TIMEOUT,

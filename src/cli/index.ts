@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
 import { SERVICE_UMASK } from '../data-dir.js';
+import { chooseLogFormat } from '../log-format.js';
 import { DataDirLockedError } from '../db/data-dir-lock.js';
 import { dataDirError, StartupError } from '../startup-error.js';
 import { adminClientOptions, adminRequest, CliError } from './admin-client.js';
@@ -77,7 +78,7 @@ async function serve() {
     { variable: 'ADMIN_PORT', host: config.adminHost, port: config.adminPort },
   ]);
   const { createLogger, startServer } = await import('../server.js');
-  const logger = createLogger(config.logLevel, config.logFormat);
+  const logger = createLogger(config.logLevel, chooseLogFormat(config.logFormat, process.stdout.isTTY));
   processLog.logTo(logger);
   const oldNode = nodeVersionWarning();
   if (oldNode) logger.warn({ node: process.version }, oldNode);
