@@ -48,7 +48,7 @@ const urlSetting = (schemes: string[], example: string, echo: boolean) =>
       ? `has no scheme: write it as a URL, e.g. ${echo ? `${schemes[0]}://${value} (or ${schemes[1]}://${value} for TLS)` : example}`
       : url
         ? `must be ${/^h/.test(wanted) ? 'an' : 'a'} ${wanted} URL, e.g. ${example}`
-        : `is not a valid URL (a space, a bad port or an unencoded special character?); write it as ${wanted}..., e.g. ${example}`;
+        : `is not a valid ${wanted} URL (a space, a port over 65535, an unencoded special character?), e.g. ${example}`;
     ctx.addIssue({ code: 'custom', message: `${shown}${reason}` });
   });
 

@@ -118,8 +118,8 @@ describe('start mistakes: one line, before migrations', () => {
     const result = await run(['serve'], { DATA_DIR: dataDir, DATABASE_URL: 'postgresql://dropstream:pw@db:99999/dropstream' });
     expect(result.code).to.equal(1);
     expect(oneLine(result.stderr)).to.equal(
-      'dropstream: invalid configuration: DATABASE_URL: is not a valid URL (a space, a bad port or an unencoded special character?); ' +
-        'write it as postgresql:// or postgres://..., e.g. postgresql://user:password@host:5432/dropstream',
+      'dropstream: invalid configuration: DATABASE_URL: is not a valid postgresql:// or postgres:// URL ' +
+        '(a space, a port over 65535, an unencoded special character?), e.g. postgresql://user:password@host:5432/dropstream',
     );
   });
 
