@@ -23,16 +23,42 @@ export const isLoopback = (host: string) => host === 'localhost' || host === '::
 /** A hand-set admin token for a listener others can reach is at least as long as a generated one's base64url (43). */
 const EXPOSED_ADMIN_TOKEN_MIN = 32;
 
+/** `value` as a URL, or undefined where the WHATWG parser (the one pg, ioredis and the SDK use) refuses it. */
+const parsedUrl = (value: string | undefined): URL | undefined => {
+  try {
+    return value === undefined ? undefined : new URL(value);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * A URL setting with one of `schemes`. Parsed here, so a value the parser
+ * refuses (a space, a port over 65535, a bracket) is one line naming the
+ * variable, not a TypeError from whoever parses it next. `echo`: whether the
+ * message may repeat the value (not for URLs that carry passwords).
+ */
+const urlSetting = (schemes: string[], example: string, echo: boolean) =>
+  z.string().superRefine((value, ctx) => {
+    const url = parsedUrl(value);
+    if (url && schemes.includes(url.protocol.slice(0, -1))) return;
+    const shown = echo ? `"${value}" ` : '';
+    const wanted = schemes.map((s) => `${s}://`).join(' or ');
+    const reason = !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)
+      ? `has no scheme: write it as a URL, e.g. ${echo ? `${schemes[0]}://${value} (or ${schemes[1]}://${value} for TLS)` : example}`
+      : url
+        ? `must be ${/^h/.test(wanted) ? 'an' : 'a'} ${wanted} URL, e.g. ${example}`
+        : `is not a valid ${wanted} URL (a space, a port over 65535, an unencoded special character?), e.g. ${example}`;
+    ctx.addIssue({ code: 'custom', message: `${shown}${reason}` });
+  });
+
 const schema = z
   .object({
     PORT: port.default(3000),
     HOST: z.string().min(1).default('0.0.0.0'),
-    PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+    PUBLIC_URL: urlSetting(['http', 'https'], 'https://files.example.com', true).optional(),
     DATA_DIR: z.string().min(1).default('./data'),
-    DATABASE_URL: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL')
-      .optional(),
+    DATABASE_URL: urlSetting(['postgresql', 'postgres'], 'postgresql://user:password@host:5432/dropstream', false).optional(),
     DATABASE_CONNECT_TIMEOUT: integer(0, 3600).default(60),
     DATABASE_QUERY_TIMEOUT: integer(1, 3600).default(10),
     ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
@@ -40,7 +66,7 @@ const schema = z
     ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     STORE: z.enum(['local', 's3']).optional(),
-    S3_ENDPOINT: z.url({ protocol: /^https?$/, error: (issue) => endpointMessage(issue.input) }).optional(),
+    S3_ENDPOINT: urlSetting(['http', 'https'], 'http://127.0.0.1:9000', true).optional(),
     S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid bucket name').optional(),
     S3_REGION: z.string().min(1).default('us-east-1'),
     S3_ACCESS_KEY_ID: z.string().min(1).optional(),
@@ -58,7 +84,7 @@ const schema = z
     UPLOAD_RATE_WINDOW: integer(1, 3600).default(30),
     DOWNLOAD_MIN_RATE: integer(0, 1024 * MiB, 'must be bytes per second from 0 (no cut) to 1073741824').default(1024),
     DOWNLOAD_RATE_WINDOW: integer(1, 3600).default(30),
-    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+    REDIS_URL: urlSetting(['redis', 'rediss'], 'redis://127.0.0.1:6379', false).optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/, 'letters, digits, : _ - (at most 64)').default('dropstream'),
     TRUST_PROXY: flag.default(false),
     TRUSTED_PROXY_HOPS: integer(1, 10).default(1),
@@ -66,7 +92,7 @@ const schema = z
       .string()
       .regex(/^(\*|https?:\/\/[^,\s]+(,https?:\/\/[^,\s]+)*)$/, 'must be * or a comma-separated list of http(s) origins')
       .optional(),
-    LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
+    LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
     SHUTDOWN_TIMEOUT: integer(0, 3600).default(30),
     HEADERS_TIMEOUT: integer(1, 600).default(20),
     MAX_CONNECTIONS_PER_ADDRESS: integer(0, 1_000_000).default(256),
@@ -87,8 +113,19 @@ const schema = z
     for (const name of ['S3_SECRET_ACCESS_KEY', 'ADMIN_TOKEN'] as const) {
       if (placeholder(env[name])) ctx.addIssue({ code: 'custom', path: [name], message: 'is still the .env.example placeholder: change it' });
     }
-    if (env.DATABASE_URL && placeholder(decodeURIComponent(new URL(env.DATABASE_URL).password))) {
-      ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'has the .env.example placeholder as its password (POSTGRES_PASSWORD): change it' });
+    // Refinements run even when a field failed: a DATABASE_URL that is no URL was said above.
+    const databasePassword = parsedUrl(env.DATABASE_URL)?.password;
+    if (databasePassword) {
+      let password: string | undefined;
+      try {
+        password = decodeURIComponent(databasePassword);
+      } catch {
+        // pg decodes it the same way, and would fail with a URIError at the first connection.
+        ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'has a % in its password not followed by two hex digits: percent-encode the password (% is %25)' });
+      }
+      if (placeholder(password)) {
+        ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'has the .env.example placeholder as its password (POSTGRES_PASSWORD): change it' });
+      }
     }
     if (env.STORE === 's3' && !env.S3_BUCKET) {
       ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when STORE is s3' });
@@ -133,7 +170,7 @@ const schema = z
     adminPort: env.ADMIN_PORT,
     adminToken: env.ADMIN_TOKEN,
     logLevel: env.LOG_LEVEL,
-    /** JSON lines, or colourised lines for a terminal. */
+    /** JSON lines, or colourised lines for a terminal; unset: `serve` picks by whether stdout is one (src/log-format.ts). */
     logFormat: env.LOG_FORMAT,
     /** Seconds in-flight requests get to finish after SIGTERM before they are cut off. */
     shutdownTimeout: env.SHUTDOWN_TIMEOUT,
@@ -214,13 +251,6 @@ export type Config = z.output<typeof schema>;
 
 /** The environment variables the server reads (the compose-file test checks against these). */
 export const configVariables = Object.keys(schema.in.shape);
-
-/** What is wrong with an S3_ENDPOINT that is not an http(s) URL, and what a right one looks like. */
-function endpointMessage(input: unknown): string {
-  const value = String(input);
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return `"${value}" has no scheme: write it as a URL, e.g. http://${value} (or https://${value} for TLS)`;
-  return `"${value}" must be an http:// or https:// URL, e.g. http://127.0.0.1:9000`;
-}
 
 export class ConfigError extends Error {
   constructor(message: string) {

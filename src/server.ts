@@ -27,7 +27,7 @@ import { Sweeper } from './files/sweeper.js';
 import { UploadGate } from './files/upload-gate.js';
 import { AccountSlots } from './files/account-slots.js';
 import { FailureLimits } from './limits/failure-limits.js';
-import { connectRedis, redisReady, subscribeRedis } from './limits/redis.js';
+import { connectRedis, rateLimitsAtStart, redisReady, subscribeRedis } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
 import { capConnectionsPerAddress, createListener, drain, listen, type Drained } from './listener.js';
 import { Metrics } from './metrics.js';
@@ -338,7 +338,10 @@ export async function startServer(
     listening.push(server);
     const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
     listening.push(adminServer);
-    logger.info({ url, adminUrl, database: infra.db.kind, store: config.store, publicUrl: config.publicUrl }, 'dropstream listening');
+    logger.info(
+      { url, adminUrl, database: infra.db.kind, store: config.store, publicUrl: config.publicUrl, rateLimits: await rateLimitsAtStart(config.redisUrl, infra.redis) },
+      'dropstream listening',
+    );
     // Memory back after load (src/idle-collect.ts); the admin listener's scrapes do not count as load.
     const stopCollecting = collectWhenIdle([server], {
       quietMs: 10_000,

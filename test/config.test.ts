@@ -93,6 +93,36 @@ describe('loadConfig', () => {
     });
   }
 
+  // Values WHATWG's URL parser refuses (the one pg, ioredis and the AWS SDK use) once got past
+  // a scheme check and threw a TypeError with a stack trace at start (issue 37, item 4).
+  const malformedUrls: Array<[string, string]> = [
+    ['DATABASE_URL', 'postgresql://dropstream:pw@db:99999/dropstream'],
+    ['DATABASE_URL', 'postgresql://dropstream:pw@[db/dropstream'],
+    ['DATABASE_URL', 'not a url'],
+    ['REDIS_URL', 'redis://:pw@cache:99999'],
+    ['REDIS_URL', 'redis://ca che:6379'],
+    ['PUBLIC_URL', 'http://files example.com'],
+    ['PUBLIC_URL', 'files.example.com'],
+    ['S3_ENDPOINT', 'http://[minio:9000'],
+  ];
+  for (const [name, value] of malformedUrls) {
+    it(`when ${name}=${JSON.stringify(value)} is no URL, then a ConfigError names ${name} and shows a right one`, () => {
+      const err = configError({ [name]: value, ...(name === 'S3_ENDPOINT' ? { S3_BUCKET: 'files' } : {}) });
+      expect(err.message).to.match(new RegExp(`^invalid configuration: ${name}: .*e\\.g\\. [a-z]+://`));
+    });
+  }
+
+  it('when DATABASE_URL or REDIS_URL is refused, then the message does not repeat the value (it may hold a password)', () => {
+    expect(configError({ DATABASE_URL: 'postgresql://u:hunter2@db:99999/d' }).message).not.to.include('hunter2');
+    expect(configError({ REDIS_URL: 'redis://:hunter2@cache:99999' }).message).not.to.include('hunter2');
+  });
+
+  it('when the DATABASE_URL password has a bare %, then a ConfigError says to percent-encode it (pg would throw URIError)', () => {
+    expect(configError({ DATABASE_URL: 'postgresql://u:50%off@db/d' }).message).to.equal(
+      'invalid configuration: DATABASE_URL: has a % in its password not followed by two hex digits: percent-encode the password (% is %25)',
+    );
+  });
+
   it('when two variables are bad, then the message names both', () => {
     const err = configError({ PORT: 'abc', LOG_LEVEL: 'loud' });
     expect(err.message).to.include('PORT').and.to.include('LOG_LEVEL');

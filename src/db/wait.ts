@@ -37,6 +37,19 @@ function reasonOf(err: unknown): string {
 }
 
 /**
+ * What to do about a refusal an operator fixes once: a database not created
+ * yet is the usual one on a machine of one's own (the compose file's
+ * PostgreSQL creates it from POSTGRES_DB).
+ */
+function adviceFor(reason: string, target: string): string {
+  const missing = /database "(.+)" does not exist/.exec(reason)?.[1];
+  if (missing === undefined) return '';
+  const [, host, port] = /^(.*):(\d+)\//.exec(target) ?? [];
+  const where = host ? ` -h ${host.replace(/^\[|\]$/g, '')} -p ${port}` : '';
+  return `; create it: createdb${where} ${missing.includes(' ') ? `'${missing}'` : missing} (as the URL's user, or one allowed to create databases)`;
+}
+
+/**
  * Runs `probe` (a trivial query) until it succeeds. Failures that mean "not
  * there yet" are retried until `timeoutSeconds` have passed; any other
  * failure (wrong password, no such database) ends the wait at once. Either
@@ -60,7 +73,7 @@ export async function waitForDatabase(probe: () => Promise<unknown>, options: Wa
     } catch (err) {
       const reason = reasonOf(err);
       const retryable = err instanceof NoAnswer || isDatabaseUnavailable(err);
-      if (!retryable) throw new StartupError(`cannot use the database at ${options.target}: ${reason}`);
+      if (!retryable) throw new StartupError(`cannot use the database at ${options.target}: ${reason}${adviceFor(reason, options.target)}`);
       const left = deadline - Date.now();
       if (left <= 0) {
         throw new StartupError(

@@ -50,6 +50,9 @@ export interface ResolvedLink {
   file: FileRecord;
 }
 
+/** What revoking a link did: removed it, or removed the primary link and made `primary` in its place. */
+export type Revocation = { outcome: 'revoked' } | { outcome: 'rotated'; primary: LinkRecord };
+
 /** What reserving bytes of a link's budget came to. */
 export type Reservation = 'reserved' | 'exhausted' | 'gone';
 
@@ -151,26 +154,31 @@ export class FileLinks {
    * primary link rotates it: the file gets a fresh primary link, with new
    * token and counts but the same rules (a password or a download limit the
    * owner set stays on the file's public link), and files.link_token names
-   * it. Returns what was removed, or undefined when there is no such link.
+   * it. Returns what was removed (with the fresh primary link, whose URL the
+   * owner needs next), or undefined when there is no such link.
    */
-  async revoke(accountId: number, fileId: number, linkId: string, now = new Date()): Promise<'revoked' | 'rotated' | undefined> {
-    const rows = await this.prisma.$queryRaw<{ was_primary: boolean }[]>`
+  async revoke(accountId: number, fileId: number, linkId: string, now = new Date()): Promise<Revocation | undefined> {
+    // The fresh link is read from the CTE's RETURNING: the statement's
+    // snapshot does not see its own insert in the table.
+    const rows = await this.prisma.$queryRaw<({ was_primary: boolean } & Partial<LinkRow>)[]>`
       WITH removed AS (
         DELETE FROM links l USING files f
         WHERE l.id = ${linkId} AND l.file_id = f.id AND f.id = ${fileId} AND f.account_id = ${accountId}
-        RETURNING l.file_id, l.token = f.link_token AS was_primary, l.expires_at, l.max_downloads, l.password_hash
+        RETURNING l.file_id, l.token = f.link_token AS was_primary, l.expires_at, l.max_downloads, l.password_hash, f.expires_at AS file_expires_at
       ), fresh AS (
         INSERT INTO links (id, file_id, token, expires_at, max_downloads, password_hash, created_at)
         SELECT ${newLinkId()}, file_id, ${newLinkToken()}, expires_at, max_downloads, password_hash, ${now}::timestamp(3)
         FROM removed WHERE was_primary
-        RETURNING file_id, token
+        RETURNING *
       ), pointed AS (
         UPDATE files SET link_token = fresh.token FROM fresh WHERE files.id = fresh.file_id
       )
-      SELECT was_primary FROM removed`;
+      SELECT r.was_primary, n.id, n.file_id, n.token, true AS "primary", least(n.expires_at, r.file_expires_at) AS expires_at,
+        n.max_downloads, n.password_hash, n.download_count, n.bytes_served, n.created_at
+      FROM removed r LEFT JOIN fresh n ON n.file_id = r.file_id`;
     const row = rows[0];
     if (!row) return undefined;
-    return row.was_primary ? 'rotated' : 'revoked';
+    return row.was_primary ? { outcome: 'rotated', primary: toLink(row as LinkRow) } : { outcome: 'revoked' };
   }
 
   /**

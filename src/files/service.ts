@@ -6,7 +6,7 @@ import { fileErrors, linkErrors } from './errors.js';
 import { removeFileRow } from './file-rows.js';
 import type { PendingObjects } from './pending.js';
 import type { UploadQuota } from './quota.js';
-import { FileLinks, type LinkRecord } from './links.js';
+import { FileLinks, type LinkRecord, type Revocation } from './links.js';
 import { StorageQuota } from './storage-quota.js';
 import { linkRulesOf, type UploadOptions } from './upload-options.js';
 import { LISTED, toFileListing, type FileListing, type FileRecord } from './record.js';
@@ -128,7 +128,7 @@ export class FileService {
    * every instance (links are read from the database on every download,
    * never cached). Revoking the primary link rotates it (links.ts).
    */
-  async revokeLink(accountId: number, fileId: number, linkId: string): Promise<'revoked' | 'rotated'> {
+  async revokeLink(accountId: number, fileId: number, linkId: string): Promise<Revocation> {
     // Link ids are UUIDs; anything else names no link, and is not worth a query.
     const outcome = LINK_ID.test(linkId) ? await this.links.revoke(accountId, fileId, linkId) : undefined;
     if (!outcome) throw linkErrors.notFound();

@@ -47,11 +47,12 @@ export function linkRoutes(router: Router<AuthState>, guard: Middleware, { files
   });
 
   router.delete('/files/:id/links/:linkId', guard, async (ctx) => {
-    const outcome = await files.revokeLink(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.params.linkId!);
-    ctx.body = {
-      success: true,
-      message: outcome === 'rotated' ? 'Link revoked; the file has a new primary link' : 'Link revoked',
-    };
+    const revoked = await files.revokeLink(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.params.linkId!);
+    // The file's new public link, so the owner need not list the links to learn it.
+    ctx.body =
+      revoked.outcome === 'rotated'
+        ? { success: true, message: 'Link revoked; the file has a new primary link', link: presentLink(revoked.primary, publicUrl) }
+        : { success: true, message: 'Link revoked' };
   });
 }
 

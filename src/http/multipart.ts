@@ -18,6 +18,13 @@ const ignore = () => {};
 
 const clientGone = () => new AppError('upload_aborted', 'The request body ended before the upload was complete');
 
+const notMultipart = (type: string | undefined) =>
+  badRequest(
+    'invalid_multipart',
+    `Uploads are multipart/form-data with one file part named "${FILE_FIELD}" (this body is ${type ? type.split(';')[0]!.trim().slice(0, 100) : 'without a Content-Type'}); ` +
+      `with curl: -F "${FILE_FIELD}=@report.pdf", not --data-binary. For resumable uploads use POST /api/v1/uploads (tus)`,
+  );
+
 /** The text fields that came before the file part; a name sent twice, or a value cut at the size limit, is kept as an array or `TRUNCATED` (not a string: options refuse it). */
 export type Fields = Map<string, string | string[] | typeof TRUNCATED>;
 export const TRUNCATED = Symbol('truncated');
@@ -43,6 +50,11 @@ export function receiveFile(req: IncomingMessage, onFile: OnFile, cut?: AbortSig
   // key, taking a quota slot): the request has then emitted 'close' already,
   // and waiting for its body would wait forever.
   if (req.destroyed) return Promise.reject(clientGone());
+  // busboy parses urlencoded bodies too, so `curl --data-binary @file` (which
+  // sends application/x-www-form-urlencoded) was answered "Malformed
+  // urlencoded form": say what an upload is, and how curl sends one.
+  const type = req.headers['content-type'];
+  if (!/^multipart\/form-data\s*(;|$)/i.test(type ?? '')) return Promise.reject(notMultipart(type));
   let parser: busboy.Busboy;
   try {
     parser = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: LIMITS });

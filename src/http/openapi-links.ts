@@ -68,11 +68,16 @@ export function linkPaths(): Record<string, PathItem> {
       delete: {
         operationId: 'revokeLink',
         summary: 'Revoke a link',
-        description: 'The link\'s URL answers 404 at once, on every instance. Revoking the primary link rotates it: the file gets a fresh primary link with the same rules (password, `max_downloads`, expiry) and new counts, and its `public_link` shows it.',
+        description: 'The link\'s URL answers 404 at once, on every instance. Revoking the primary link rotates it: the file gets a fresh primary link with the same rules (password, `max_downloads`, expiry) and new counts, its `public_link` shows it, and the answer carries it as `link`.',
         tags: ['links'],
         security: API_KEY,
         responses: {
-          '200': success('The link is revoked.', object({ success: ok, message: { type: 'string', examples: ['Link revoked', 'Link revoked; the file has a new primary link'] } })),
+          '200': success('The link is revoked; for the primary link, with the file\'s fresh primary link.', {
+            oneOf: [
+              object({ success: ok, message: { type: 'string', const: 'Link revoked' } }),
+              object({ success: ok, message: { type: 'string', const: 'Link revoked; the file has a new primary link' }, link }),
+            ],
+          }),
           ...apiErrors,
           '400': badId,
           '404': error(`No such link on this file (or no such file in this account): ${codes('link_not_found')}.`),

@@ -240,6 +240,7 @@ function publicPaths(): Record<string, PathItem> {
   };
   const checks = { type: 'object', additionalProperties: { enum: ['ok', 'down', 'degraded', 'off'] } };
   const readiness = object({ status: { enum: ['ok', 'degraded', 'unavailable'] }, checks });
+  const uri = { type: 'string', format: 'uri' };
   const plain = (operationId: string, summary: string, tag: string, responses: Operation['responses']): Operation => ({ operationId, summary, tags: [tag], security: PUBLIC, responses });
   return {
     '/download/{token}': { servers, parameters: [ref('parameters', 'Token')], get: download('get'), head: download('head') },
@@ -253,6 +254,18 @@ function publicPaths(): Record<string, PathItem> {
     },
     '/openapi.json': { get: plain('getOpenApiDocument', 'This document', 'docs', { '200': { description: 'OpenAPI 3.1.0.', content: json({ type: 'object' }) } }) },
     '/docs': { servers, get: plain('getDocs', 'Interactive documentation (Swagger UI)', 'docs', { '200': { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } }) },
+    '/': {
+      servers,
+      get: plain('getHome', 'Where to go next: the documentation, the API and the README', 'docs', {
+        '200': {
+          description: 'A small HTML page for a browser (`Accept: text/html`), JSON otherwise.',
+          content: {
+            'text/html': { schema: { type: 'string' } },
+            ...json(object({ success: { const: true }, service: { const: 'dropstream' }, docs: uri, openapi: uri, api: uri, readme: { type: 'string' } })),
+          },
+        },
+      }),
+    },
   };
 }
 

@@ -27,9 +27,13 @@ export const parseOffset = (value: string) => bytes(value, 'invalid_upload_offse
 
 /** Refuses requests of another protocol version (412, with the one we speak). */
 export function checkTusVersion(value: string): void {
-  if (value !== TUS_VERSION) {
-    throw new AppError('tus_version_unsupported', `Tus-Resumable must be ${TUS_VERSION}`, { 'Tus-Version': TUS_VERSION });
-  }
+  if (value === TUS_VERSION) return;
+  // No header at all is most often not a tus client: curl --data-binary aimed at the resumable endpoint.
+  const message = value
+    ? `Tus-Resumable must be ${TUS_VERSION}`
+    : `Tus-Resumable: ${TUS_VERSION} is missing: /api/v1/uploads speaks tus (resumable uploads, see the README or use a tus client); ` +
+      'a plain upload is POST /api/v1/files/upload with multipart/form-data, curl -F "file=@report.pdf"';
+  throw new AppError('tus_version_unsupported', message, { 'Tus-Version': TUS_VERSION });
 }
 
 /** Upload-Metadata: comma-separated `key base64value` pairs (the value may be absent); keys unique. */

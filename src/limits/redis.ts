@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
@@ -39,6 +41,26 @@ export async function connectRedis(url: string, logger: Logger): Promise<Redis> 
 
 /** Whether Redis answers now; for readiness. */
 export const redisReady = (redis: Redis) => redis.status === 'ready';
+
+/**
+ * Where the rate limits are counted, for the listening line: a wrong
+ * REDIS_URL (a port off by one) leaves a server that works, with limits per
+ * instance, and one warning an operator scrolls past. A first connection
+ * still under way gets up to its connect timeout to tell; a refused one
+ * (ECONNREFUSED comes at once) is not waited for.
+ */
+export async function rateLimitsAtStart(url: string | undefined, redis: Redis | undefined): Promise<string> {
+  if (!url || !redis) return 'per instance (no REDIS_URL)';
+  if (['wait', 'connecting', 'connect'].includes(redis.status)) {
+    const settled = new AbortController();
+    const { signal } = settled;
+    await Promise.race([once(redis, 'ready', { signal }), once(redis, 'error', { signal }), sleep(1000, undefined, { signal })]).catch(() => {});
+    settled.abort();
+  }
+  if (redisReady(redis)) return 'shared through Redis';
+  const { hostname, port } = new URL(url);
+  return `per instance until Redis at ${hostname}:${port || 6379} answers (check REDIS_URL)`;
+}
 
 /**
  * A connection that only listens on `channel` (a subscribed connection can

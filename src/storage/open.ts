@@ -24,9 +24,13 @@ export async function openStore(config: Config, logger: Logger, observe: StoreCa
   // imports under tsx too (ObjectStoreError must be one class for instanceof).
   const { S3ObjectStore } = createRequire(import.meta.url)('./s3.js') as typeof import('./s3.js');
   const sdkLog = logger.child({ component: 's3-sdk' });
+  // The SDK logs every failed call as an error, also the answers we expect
+  // and handle (NoSuchBucket before creating it, 501 from a store without
+  // lifecycle rules, 404 on a HEAD): a call that fails the server is said by
+  // our own line with its context (and counted), so the SDK's is debug.
   const store = new S3ObjectStore(
     { ...config.s3!, deadlines },
-    { observe, log: { warn: (msg) => sdkLog.warn({ sdk: msg }, 'S3 SDK warning'), error: (msg) => sdkLog.error({ sdk: msg }, 'S3 SDK error') } },
+    { observe, log: { warn: (msg) => sdkLog.warn({ sdk: msg }, 'S3 SDK warning'), error: (msg) => sdkLog.debug({ sdk: msg }, 'S3 SDK error') } },
   );
   try {
     await store.ensureBucket();

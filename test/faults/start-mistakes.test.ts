@@ -5,14 +5,15 @@
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { nodeVersionWarning } from '../../src/cli/preflight.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { makeDir } from '../../src/make-dir.js';
+import { dataDirError } from '../../src/startup-error.js';
 import { envWithoutConfig, runToExit } from '../helpers/run-to-exit.js';
 
 const baseEnv = envWithoutConfig();
@@ -69,6 +70,28 @@ describe('start mistakes: one line, before migrations', () => {
     expect(Date.now() - started).to.be.below(15_000);
   });
 
+  it('when DATA_DIR is a file, then exits 1 with one line saying so and what to set instead', async () => {
+    const file = join(dataDir, 'notes.txt');
+    await writeFile(file, 'not a folder');
+    const result = await run(['serve'], { DATA_DIR: file });
+    expect(result.code).to.equal(1);
+    expect(oneLine(result.stderr)).to.match(
+      new RegExp(`^dropstream: DATA_DIR ${file} is a file, not a directory \\(ENOTDIR on mkdir '${file}'\\): set DATA_DIR to a directory \\(it is made if missing\\), or move the file away$`),
+    );
+  });
+
+  it('when DATA_DIR is denied, then the advice is about volumes in a container and about the folder elsewhere', () => {
+    const { uid, gid, username } = userInfo();
+    const denied = Object.assign(new Error('EACCES'), { code: 'EACCES', syscall: 'mkdir', path: '/srv/ds/pglite' });
+    expect(dataDirError(denied, '/srv/ds', true)?.message).to.equal(
+      `DATA_DIR /srv/ds is not writable by this process, uid ${uid} gid ${gid} (EACCES on mkdir '/srv/ds/pglite'): chown -R ${uid}:${gid} the directory (on the host, for a bind mount), or mount a named volume there`,
+    );
+    expect(dataDirError(denied, '/srv/ds', false)?.message).to.equal(
+      `DATA_DIR /srv/ds is not writable by this process, uid ${uid} gid ${gid} (EACCES on mkdir '/srv/ds/pglite'): ` +
+        `give it to this user (sudo chown -R ${uid}:${gid} /srv/ds), or set DATA_DIR to a folder ${username} may write, e.g. DATA_DIR=$HOME/dropstream-data`,
+    );
+  });
+
   it('when a folder cannot be made under a parent that exists, then makeDir rejects with ENOENT (Node\'s recursive mkdir never settles there)', async () => {
     const err = await makeDir('/proc/dropstream-test/a/b').then(() => undefined, (e: NodeJS.ErrnoException) => e);
     expect(err?.code).to.equal('ENOENT');
@@ -89,6 +112,15 @@ describe('start mistakes: one line, before migrations', () => {
     );
     expect(() => loadConfig({ S3_ENDPOINT: 'minio:9000', S3_BUCKET: 'files' })).to.throw(ConfigError, '"minio:9000" has no scheme');
     expect(() => loadConfig({ S3_ENDPOINT: 'ftp://minio:9000', S3_BUCKET: 'files' })).to.throw(ConfigError, 'must be an http:// or https:// URL');
+  });
+
+  it('when DATABASE_URL is not a URL, then `serve` exits 1 with one line naming it, no stack trace', async () => {
+    const result = await run(['serve'], { DATA_DIR: dataDir, DATABASE_URL: 'postgresql://dropstream:pw@db:99999/dropstream' });
+    expect(result.code).to.equal(1);
+    expect(oneLine(result.stderr)).to.equal(
+      'dropstream: invalid configuration: DATABASE_URL: is not a valid postgresql:// or postgres:// URL ' +
+        '(a space, a port over 65535, an unencoded special character?), e.g. postgresql://user:password@host:5432/dropstream',
+    );
   });
 
   it('when Node is older than engines, then a warning names the version and the range; a supported one gets none', () => {

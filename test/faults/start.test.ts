@@ -173,6 +173,8 @@ describe('start: the database is not reachable (yet)', () => {
       expect(Date.now() - started).to.be.below(5000);
       expect(run.logs.filter((line) => line.msg === 'database not reachable, retrying')).to.be.empty;
       expect(oneLine(run.stderr())).to.include(`cannot use the database at 127.0.0.1:${url.port}/dropstream_no_such_database`).and.include('does not exist');
+      // And what to do about it, with the address it was looked for at.
+      expect(oneLine(run.stderr())).to.match(new RegExp(`; create it: createdb -h 127\\.0\\.0\\.1 -p ${url.port} dropstream_no_such_database \\(`));
     });
   });
 });
@@ -186,7 +188,9 @@ describe('start: DATA_DIR cannot be used', () => {
       const run = runServe(['serve'], { DATA_DIR: dataDir });
       expect(await run.exited).to.equal(1);
       // The first write may be DATA_DIR itself (the embedded database's lock beside pglite/) or a folder in it.
-      expect(oneLine(run.stderr())).to.match(new RegExp(`^dropstream: DATA_DIR ${dataDir} cannot be used \\(ENOTDIR on mkdir '${dataDir}['/]`));
+      expect(oneLine(run.stderr())).to.match(
+        new RegExp(`^dropstream: DATA_DIR ${dataDir} cannot be made: ${join(dir, 'file')} is a file, not a directory \\(ENOTDIR on mkdir '${dataDir}['/][^)]*\\); set DATA_DIR to a folder elsewhere$`),
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

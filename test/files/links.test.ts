@@ -117,7 +117,7 @@ for (const backend of backends) {
     it('when a link is revoked, then its token resolves to nothing and the others stay', async () => {
       const file = await newFile();
       const extra = (await links.create(accountId, file.id, {}))!;
-      expect(await links.revoke(accountId, file.id, extra.id)).to.equal('revoked');
+      expect(await links.revoke(accountId, file.id, extra.id)).to.deep.equal({ outcome: 'revoked' });
       expect(await links.resolve(extra.token)).to.equal(undefined);
       expect(await links.revoke(accountId, file.id, extra.id)).to.equal(undefined);
       expect((await links.resolve(file.token))?.link.primary).to.equal(true);
@@ -127,10 +127,12 @@ for (const backend of backends) {
       const file = await newFile();
       const [primary] = (await links.list(accountId, file.id))!;
       await prisma.link.update({ where: { id: primary!.id }, data: { maxDownloads: 2, downloadCount: 5n } });
-      expect(await links.revoke(accountId, file.id, primary!.id)).to.equal('rotated');
+      const revoked = await links.revoke(accountId, file.id, primary!.id);
       expect(await links.resolve(file.token)).to.equal(undefined);
       const listed = (await links.list(accountId, file.id))!;
       expect(listed).to.have.length(1);
+      // The answer carries the fresh link as a list would show it.
+      expect(revoked).to.deep.equal({ outcome: 'rotated', primary: listed[0] });
       expect(listed[0]).to.include({ primary: true, maxDownloads: 2, downloadCount: 0 });
       expect(listed[0]!.token).to.not.equal(file.token);
       const info = await call(t.url(`/api/v1/files/${file.id}`), { key });

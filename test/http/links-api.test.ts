@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { call, upload, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 
 const run = promisify(execFile);
@@ -59,7 +60,8 @@ for (const backend of backends) {
       expect(link.public_link).to.not.equal(file.public_link);
       expect(await downloadStatus(t.url(link.public_link))).to.equal(401);
       expect(await downloadStatus(t.url(link.public_link), ['-u', ':hunter2'])).to.equal(200);
-      const listed = (await call(links(), { key })).body.links;
+      // A download is counted just after its last byte left: the list may be read before that.
+      const listed = await eventually(async () => (await call(links(), { key })).body.links, (l) => l[1]?.download_count === 1);
       expect(listed.map((l: { link_id: string }) => l.link_id)).to.deep.equal([listed[0].link_id, link.link_id]);
       expect(listed[1].download_count).to.equal(1);
     });
@@ -125,7 +127,7 @@ for (const backend of backends) {
       expect(await downloadStatus(t.url(file.public_link))).to.equal(200);
     });
 
-    it('when the primary link is revoked, then the file gets a fresh primary link, its public_link shows it, and the old URL is 404', async () => {
+    it('when the primary link is revoked, then the answer carries the fresh primary link, the file\'s public_link shows it, and the old URL is 404', async () => {
       const [primary] = (await call(links(), { key })).body.links;
       const res = await call(`${links()}/${primary.link_id}`, { method: 'DELETE', key });
       expect(res.body.message).to.equal('Link revoked; the file has a new primary link');
@@ -133,6 +135,7 @@ for (const backend of backends) {
       expect(info.public_link).to.not.equal(file.public_link);
       const [fresh] = (await call(links(), { key })).body.links;
       expect(fresh).to.include({ primary: true, public_link: info.public_link, download_count: 0 });
+      expect(res.body).to.deep.equal({ success: true, message: 'Link revoked; the file has a new primary link', link: fresh });
       expect(fresh.link_id).to.not.equal(primary.link_id);
       expect(await downloadStatus(t.url(file.public_link))).to.equal(404);
       expect(await downloadStatus(t.url(info.public_link))).to.equal(200);
@@ -141,8 +144,8 @@ for (const backend of backends) {
     it('when downloads go through two links, then each link counts its own, and the file\'s download_count counts them all', async () => {
       const { link } = (await call(links(), { ...json({}), key })).body;
       for (const url of [file.public_link, link.public_link, link.public_link]) expect(await downloadStatus(t.url(url))).to.equal(200);
-      await new Promise((r) => setTimeout(r, 100)); // counted just after the last byte
-      const listed = (await call(links(), { key })).body.links;
+      // Counted just after the last byte.
+      const listed = await eventually(async () => (await call(links(), { key })).body.links, (l) => l[0]?.download_count === 1 && l[1]?.download_count === 2);
       expect(listed.map((l: { download_count: number }) => l.download_count)).to.deep.equal([1, 2]);
       expect((await call(t.url(`/api/v1/files/${file.file_id}`), { key })).body.file.download_count).to.equal(3);
     });

@@ -24,7 +24,7 @@ const doc = openApiDocument(PUBLIC_URL);
 const DOC_ID = 'https://dropstream.test/openapi.json';
 const METHODS = ['get', 'post', 'delete', 'head', 'options', 'patch'] as const;
 /** Operations outside the key-protected API. */
-const PUBLIC_PATHS = ['/download/{token}', '/healthz', '/readyz', '/docs', '/openapi.json'];
+const PUBLIC_PATHS = ['/download/{token}', '/healthz', '/readyz', '/docs', '/openapi.json', '/'];
 
 const pointerPart = (part: string) => encodeURIComponent(part.replace(/~/g, '~0').replace(/\//g, '~1'));
 
@@ -124,7 +124,7 @@ describe('OpenAPI document', () => {
 
   it('when a public operation is documented, then it needs no key, and only a download has a 401 (a link\'s password, Basic)', () => {
     const open = operations().filter(({ path }) => PUBLIC_PATHS.includes(path));
-    expect(open).to.have.length(6);
+    expect(open).to.have.length(7);
     for (const { path, method, op } of open) {
       expect(op.security, `${method} ${path}`).to.deep.equal([]);
       if (path !== '/download/{token}') expect(op.responses, `${method} ${path}`).to.not.have.property('401');
@@ -133,7 +133,7 @@ describe('OpenAPI document', () => {
   });
 
   it('when a path lives outside /api/v1, then its servers name the root of the origin it is served from', () => {
-    for (const path of ['/download/{token}', '/healthz', '/readyz', '/docs']) {
+    for (const path of ['/download/{token}', '/healthz', '/readyz', '/docs', '/']) {
       expect(doc.paths[path]?.servers, path).to.deep.equal([{ url: '/', description: 'Outside the versioned API' }]);
     }
     expect(doc.paths['/openapi.json']?.servers).to.equal(undefined);
@@ -307,6 +307,10 @@ for (const backend of backends) {
       const again = await call(t.url(`/api/v1/files/${id}/links/${made.body.link.link_id}`), { method: 'DELETE', key: own });
       expect(again.status).to.equal(404);
       expectDocumented(again, '/files/{file_id}/links/{link_id}', 'delete');
+      const primary = (await call(t.url(`/api/v1/files/${id}/links`), { key: own })).body.links[0];
+      const rotated = await call(t.url(`/api/v1/files/${id}/links/${primary.link_id}`), { method: 'DELETE', key: own });
+      expect(rotated.body.link.primary).to.equal(true);
+      expectDocumented(rotated, '/files/{file_id}/links/{link_id}', 'delete');
       const limited = (await call(t.url(`/api/v1/files/${id}/links`), { method: 'POST', key: own, headers: { 'Content-Type': 'application/json' }, body: '{"max_downloads":1}' })).body.link;
       await (await fetch(t.url(limited.public_link))).arrayBuffer();
       const exhausted = await call(t.url(limited.public_link));

@@ -293,6 +293,13 @@ describe('resumable uploads (tus)', () => {
           expect(noVersion.status).to.equal(412);
           expect(noVersion.headers.get('tus-version')).to.equal('1.0.0');
           expect(noVersion.body.error.code).to.equal('tus_version_unsupported');
+          // Without the header it is most likely not a tus client: the answer says where a plain upload goes.
+          expect(noVersion.body.error.message).to.equal(
+            'Tus-Resumable: 1.0.0 is missing: /api/v1/uploads speaks tus (resumable uploads, see the README or use a tus client); ' +
+              'a plain upload is POST /api/v1/files/upload with multipart/form-data, curl -F "file=@report.pdf"',
+          );
+          const oldVersion = await call(url, { method: 'PATCH', key, headers: { 'Tus-Resumable': '0.2.2', 'Content-Type': 'application/offset+octet-stream', 'Upload-Offset': '0' }, body: 'x' });
+          expect([oldVersion.status, oldVersion.body.error.message]).to.deep.equal([412, 'Tus-Resumable must be 1.0.0']);
           const wrongType = await call(url, { method: 'PATCH', key, headers: { ...TUS, 'Content-Type': 'text/plain', 'Upload-Offset': '0' }, body: 'x' });
           expect(wrongType.status).to.equal(415);
           const noOffset = await call(url, { method: 'PATCH', key, headers: { ...TUS, 'Content-Type': 'application/offset+octet-stream' }, body: 'x' });

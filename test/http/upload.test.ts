@@ -140,6 +140,25 @@ for (const backend of backends) {
       expect(res.body.error.code).to.equal('invalid_multipart');
     });
 
+    it('when the body is sent as curl --data-binary sends it (urlencoded), then 400 invalid_multipart says uploads are multipart with a "file" part, and nothing is stored', async () => {
+      const before = await t.objects();
+      for (const type of ['application/x-www-form-urlencoded', undefined]) {
+        const res = await call(`${t.server.url}/api/v1/files/upload`, {
+          method: 'POST',
+          key,
+          headers: type ? { 'Content-Type': type } : {},
+          body: randomBytes(200),
+        });
+        expect(res.status).to.equal(400);
+        expect(res.body.error.code).to.equal('invalid_multipart');
+        expect(res.body.error.message).to.equal(
+          `Uploads are multipart/form-data with one file part named "file" (this body is ${type ?? 'without a Content-Type'}); ` +
+            'with curl: -F "file=@report.pdf", not --data-binary. For resumable uploads use POST /api/v1/uploads (tus)',
+        );
+      }
+      await expectNothingStored(before);
+    });
+
     it('when the closing boundary is missing, then 400 and nothing is stored', async () => {
       const before = await t.objects();
       const body = multipartBody([{ name: 'file', filename: 'a.bin', content: randomBytes(100) }]);

@@ -4,6 +4,7 @@
 import { loadConfig } from '../../config.js';
 import { SERVICE_UMASK } from '../../data-dir.js';
 import { DataDirLockedError } from '../../db/data-dir-lock.js';
+import { chooseLogFormat } from '../../log-format.js';
 import { dataDirError } from '../../startup-error.js';
 import { holdYoungGeneration } from '../../young-generation.js';
 import { CliError } from '../admin-client.js';
@@ -49,7 +50,7 @@ export async function serve(args: string[]): Promise<void> {
     { variable: 'ADMIN_PORT', host: config.adminHost, port: config.adminPort },
   ]);
   const { createLogger, startServer } = await import('../../server.js');
-  const logger = createLogger(config.logLevel, config.logFormat);
+  const logger = createLogger(config.logLevel, chooseLogFormat(config.logFormat, process.stdout.isTTY));
   processLog.logTo(logger);
   const oldNode = nodeVersionWarning();
   if (oldNode) logger.warn({ node: process.version }, oldNode);
