@@ -77,6 +77,8 @@ const schema = z
     RESUMABLE_TAKEOVER_TIMEOUT: integer(0, 600).default(10),
     AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
+    LINK_PASSWORD_FAILURE_LIMIT: integer(1, 1_000_000).default(100),
+    LINK_PASSWORD_LOCK: integer(1, 30 * 86_400).default(3600),
   })
   .superRefine((env, ctx) => {
     if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
@@ -188,6 +190,12 @@ const schema = z
     /** Failed API keys, and unknown download links, allowed per client address and minute before 429. */
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     linkFailureLimit: env.LINK_FAILURE_LIMIT,
+    /**
+     * Wrong passwords one link may take from all addresses within the lock's
+     * length (counted from the first); the one past it locks the link's
+     * password, right or wrong, for LINK_PASSWORD_LOCK seconds.
+     */
+    linkPasswordLimit: { failures: env.LINK_PASSWORD_FAILURE_LIMIT, windowSeconds: env.LINK_PASSWORD_LOCK, lockSeconds: env.LINK_PASSWORD_LOCK },
     /** Where objects go: DATA_DIR/objects, or S3 (STORE, or S3_BUCKET when STORE is unset). */
     store: env.STORE ?? (env.S3_BUCKET ? 's3' : 'local'),
     /** The S3 settings, present when the store is S3. */
