@@ -127,7 +127,13 @@ export function downloadRoutes({ files, tokenFailures, passwordFailures, metrics
       password: basicPassword(ctx.get('Authorization') || undefined),
       guard: passwordGuard({ address: tokenFailures, link: passwordFailures, metrics }, ctx.ip),
     };
-    const download = TOKEN.test(token) ? await files.openDownload(token, (file) => choose(ctx, file), credentials) : undefined;
+    let download;
+    try {
+      download = TOKEN.test(token) ? await files.openDownload(token, (file) => choose(ctx, file), credentials) : undefined;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'password_checks_busy') metrics?.rateLimitRefusals.inc({ reason: err.code });
+      throw err;
+    }
     if (!download) return failed(ctx, fileErrors.notFound());
     const { body, length, settle } = download;
     if (!body) return;

@@ -25,10 +25,15 @@ const REMEMBERED = 10_000;
 /**
  * Counts failures (bad API keys, unknown download tokens) per client address,
  * so secrets cannot be guessed at speed. Once an address passes the limit,
- * its guesses are refused until the window ends; a valid credential from
- * it still passes (issue 27: one guesser behind a NAT must not lock out
- * everyone else there), so only failures are ever checked against it, and
- * a request with a good key or link costs no trip here at all.
+ * its guesses are refused until the window ends; a valid API key or plain
+ * link from it still passes (issue 27: one guesser behind a NAT must not
+ * lock out everyone else there; those are 192 and 128 random bits), so only
+ * their failures are checked against it, and a request with a good key or
+ * link costs no trip here at all. Secrets a person chooses or types (link
+ * passwords, the admin token) are reserved before they are checked
+ * (reserve/refund) and refused, right or wrong, over the limit (issue 38).
+ * The same class counts per link (wrong passwords from all addresses),
+ * with a lock of its own length (lockSeconds).
  *
  * Counting is rate-limiter-flexible's (Redis, with an in-memory insurance
  * limiter while Redis is away). Refused addresses are remembered on this

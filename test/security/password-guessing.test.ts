@@ -169,5 +169,7 @@ describe('issue 38, password checks and the thread pool', () => {
     expect((counts['401'] ?? 0) + (counts['429 password_checks_busy'] ?? 0)).to.equal(300);
     const busy = answers.find((r) => r.status === 429)!;
     expect(busy.headers.get('retry-after')).to.equal('1');
+    const metrics = (await call(`${t.server.adminUrl}/metrics`, { key: t.server.adminToken })).text;
+    expect(metrics).to.include(`dropstream_rate_limit_refusals_total{reason="password_checks_busy"} ${counts['429 password_checks_busy']}`);
   });
 });
