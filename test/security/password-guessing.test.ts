@@ -7,6 +7,7 @@
 import { expect } from 'chai';
 import { derivations } from '../../src/files/link-password.js';
 import { call, upload, uploadFile, type ApiResponse } from '../helpers/client.js';
+import { backends, createTestDatabase } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -125,6 +126,44 @@ for (const [name, env] of limiters) {
         // Issue 27's rule stands: a link without a password is no guess.
         expect((await fetchLink(open, undefined, '5.8.1.1')).text).to.equal('open');
       });
+    });
+  });
+}
+
+if (redisUrl && backends.includes('postgresql')) {
+  describe('issue 38, a link\'s wrong passwords across two instances (PostgreSQL + Redis)', () => {
+    let a: TestServer;
+    let b: TestServer;
+    let drop: () => Promise<void>;
+    before(async () => {
+      const db = await createTestDatabase();
+      drop = db.drop;
+      const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix(), TRUST_PROXY: 'true', LINK_PASSWORD_FAILURE_LIMIT: '6' };
+      a = await startTestServer('postgresql', env);
+      b = await startTestServer('postgresql', env);
+    });
+    after(async () => {
+      await a.close();
+      await b.close();
+      await drop();
+    });
+
+    // One after another: a burst on this loaded machine can slow Redis past its 250 ms command timeout, and then each
+    // instance counts in its own insurance limiter, as documented for an outage (measured: 12 checked, 6 per instance).
+    it('when 20 addresses guess one link in turns through both instances, then 6 are checked in all, and both refuse the right password with link_password_locked', async () => {
+      const link = await protectedLink(a, (await a.account()).apiKey, 'shared secret');
+      const on = (t: TestServer) => t.url(new URL(link).pathname);
+      const before = derivations.count;
+      const answers: ApiResponse[] = [];
+      for (let i = 0; i < 20; i++) answers.push(await fetchLink(on(i % 2 ? a : b), `guess-${i}`, `5.9.${i}.1`));
+      const checked = derivations.count - before;
+      expect(checked, JSON.stringify(statuses(answers))).to.equal(6);
+      expect(answers.slice(6).every((r) => r.status === 429 && r.body.error.code === 'link_password_locked')).to.equal(true);
+      for (const t of [a, b]) {
+        const right = await fetchLink(on(t), 'shared secret', '5.9.200.1');
+        expect(right.status).to.equal(429);
+        expect(right.body.error.code).to.equal('link_password_locked');
+      }
     });
   });
 }
