@@ -35,13 +35,18 @@ export function passwordGuard({ address: byAddress, link: byLink, metrics }: Pas
       if (linkWait > 0) throw locked(linkWait);
     },
     async reserve(linkId) {
-      // Both in one round trip (ioredis pipelines what goes out in one tick).
-      const [addressWait, linkWait] = await Promise.all([byAddress.reserve(address).catch(() => 0), byLink.reserve(linkId).catch(() => 0)]);
-      if (addressWait > 0 || linkWait > 0) {
-        // The guess is not checked: the limit that let it through gets its point back.
-        if (addressWait === 0) await byAddress.refund(address).catch(() => {});
-        if (linkWait === 0) await byLink.refund(linkId).catch(() => {});
-        throw addressWait > 0 ? tooManyFailures(byAddress, addressWait, metrics) : locked(linkWait);
+      // The address first, and the link only for a guess the address may
+      // make: taken together (one round trip), a burst from one address
+      // that its own limit refuses still took the link's points until they
+      // were given back, and past the link's limit that set its lock (an
+      // hour), though at most LINK_FAILURE_LIMIT guesses were checked.
+      const addressWait = await byAddress.reserve(address).catch(() => 0);
+      if (addressWait > 0) throw tooManyFailures(byAddress, addressWait, metrics);
+      const linkWait = await byLink.reserve(linkId).catch(() => 0);
+      if (linkWait > 0) {
+        // Not checked: the address gets its point back.
+        await byAddress.refund(address).catch(() => {});
+        throw locked(linkWait);
       }
       return async (outcome: GuessOutcome) => {
         if (outcome === 'wrong') return;
