@@ -41,6 +41,8 @@ export interface AppDeps {
   requestLimits: RequestLimits;
   authFailures: FailureLimits;
   tokenFailures: FailureLimits;
+  /** Wrong passwords per download link, from all addresses. */
+  passwordFailures: FailureLimits;
   metrics: Metrics;
   logger: Logger;
   /** Base of public download links, without a trailing slash. */
@@ -68,7 +70,7 @@ export function createApp(deps: AppDeps): Koa {
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
   const api = apiRoutes({ accounts, files, uploadGate, accountSlots: deps.accountSlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable });
-  const downloads = downloadRoutes({ files, tokenFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
+  const downloads = downloadRoutes({ files, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(requestLog(logger, metrics, { quietRoutes: HEALTH_PATHS }));
   app.use(errorResponses(logger, metrics));
   app.use(singleHeaders());

@@ -72,7 +72,9 @@ export const ERROR_CODES = {
   // 429, 431: too much.
   rate_limited: { status: 429, meaning: 'The plan\'s requests per minute or per day are used up.' },
   too_many_uploads: { status: 429, meaning: 'The account already runs as many uploads as its plan allows at once.' },
-  too_many_failures: { status: 429, meaning: 'This address sent too many bad API keys, unknown download links or wrong link passwords.' },
+  too_many_failures: { status: 429, meaning: 'This address sent too many bad API keys, unknown download links, wrong link passwords or wrong admin tokens; until the lockout ends, it is refused even with the right link password or admin token.' },
+  link_password_locked: { status: 429, meaning: 'The download link had too many wrong passwords from all addresses; its password is refused, right or wrong, until the lock ends.' },
+  password_checks_busy: { status: 429, meaning: 'Too many link passwords are being checked on this instance at once; nothing was checked or counted.' },
   headers_too_large: { status: 431, meaning: 'The request headers are too large.' },
   // 5xx: our side; the request may work later.
   internal_error: { status: 500, meaning: 'An unexpected failure; details are in the server log only.' },

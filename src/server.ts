@@ -256,6 +256,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix }),
     authFailures: failures('auth', config.authFailureLimit),
     tokenFailures: failures('link', config.linkFailureLimit),
+    passwordFailures: new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'password', ...config.linkPasswordLimit }),
     metrics: tools.metrics,
     logger,
     publicUrl: config.publicUrl,

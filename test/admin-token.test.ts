@@ -4,7 +4,9 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { writeFile } from 'node:fs/promises';
 import { adminTokenPath, resolveAdminToken } from '../src/admin-token.js';
+import { StartupError } from '../src/startup-error.js';
 
 describe('admin token', () => {
   let dataDir: string;
@@ -36,5 +38,14 @@ describe('admin token', () => {
     expect(await resolveAdminToken('configured-token-0123456789', dataDir)).to.equal('configured-token-0123456789');
     const { readdir } = await import('node:fs/promises');
     expect(await readdir(dataDir)).to.deep.equal([]);
+  });
+
+  it('when the token file holds a token under 32 characters, then start stops with one line naming the file and the fix (issue 38)', async () => {
+    await writeFile(adminTokenPath(dataDir), 'short-hand-written-token\n', { mode: 0o600 });
+    const err = await resolveAdminToken(undefined, dataDir).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(StartupError);
+    expect((err as Error).message).to.equal(`${adminTokenPath(dataDir)} holds an admin token of 24 characters; it must have at least 32: remove the file (a new token is generated) or write a longer one`);
+    await writeFile(adminTokenPath(dataDir), `${'k'.repeat(32)}\n`);
+    expect(await resolveAdminToken(undefined, dataDir)).to.equal('k'.repeat(32));
   });
 });

@@ -177,7 +177,7 @@ describe('loadConfig', () => {
 
   it('when a secret is still the .env.example placeholder, then the configuration is refused naming it (issue 21)', () => {
     expect(() => loadConfig({ S3_BUCKET: 'b', S3_ACCESS_KEY_ID: 'app', S3_SECRET_ACCESS_KEY: 'change-me-minio-app-secret' })).to.throw(ConfigError, /S3_SECRET_ACCESS_KEY: is still the .env.example placeholder/);
-    expect(() => loadConfig({ ADMIN_TOKEN: 'change-me-admin-token-1234' })).to.throw(ConfigError, /ADMIN_TOKEN: is still the .env.example placeholder/);
+    expect(() => loadConfig({ ADMIN_TOKEN: 'change-me-admin-token-0123456789abcdef' })).to.throw(ConfigError, /ADMIN_TOKEN: is still the .env.example placeholder/);
     expect(() => loadConfig({ DATABASE_URL: 'postgresql://dropstream:change-me-postgres-password@postgres:5432/dropstream' })).to.throw(ConfigError, /DATABASE_URL: has the .env.example placeholder/);
     expect(loadConfig({ DATABASE_URL: 'postgresql://dropstream:s3cret@postgres:5432/dropstream' }).databaseUrl).to.include('s3cret');
   });

@@ -7,19 +7,32 @@
 import type { Readable } from 'node:stream';
 import type { ByteRange, ObjectStore } from '../storage/object-store.js';
 import { linkErrors } from './errors.js';
-import { verifyPassword } from './link-password.js';
+import { verifiedLately, verifyPassword } from './link-password.js';
 import { budgetOf, chargeOf, type FileLinks, type ResolvedLink } from './links.js';
 import type { FileRecord } from './record.js';
+
+/** How a password check went: a right one, or one never checked (refused before, or failed), is given back. */
+export type GuessOutcome = 'right' | 'wrong' | 'unchecked';
+
+/**
+ * The failure limits a link password is checked under (the download route
+ * keeps them: the client's address and the link, issue 38). Either method
+ * throws to refuse, and a refused request's password is not checked at all,
+ * right or not: from a locked-out address a right answer would still tell
+ * a guesser when it is right.
+ */
+export interface PasswordGuard {
+  /** For a password verified lately (no scrypt, so no guess to count): throws when the address or the link is locked. */
+  check(linkId: string): Promise<void>;
+  /** Counts a guess before it is checked (so a burst cannot all pass one read of the count); the returned function settles it once. */
+  reserve(linkId: string): Promise<(outcome: GuessOutcome) => Promise<void>>;
+}
 
 export interface DownloadCredentials {
   /** The password the request carries, if any. */
   password?: string;
-  /**
-   * Awaited before a password is checked; throws to refuse (the address
-   * is over its failure limit). Without it, a wrong guess is refused but a
-   * right one would still pass, and guessing would go on at full speed.
-   */
-  beforeCheck?: () => Promise<void>;
+  /** Without it, guessing is bounded by nothing but scrypt's queue. */
+  guard?: PasswordGuard;
 }
 
 /** What to send, chosen once the file is known: a range, the whole file (no range), or no body at all (undefined: HEAD, 304). */
@@ -97,10 +110,17 @@ export class Downloads {
     };
   }
 
-  private async checkPassword({ link }: ResolvedLink, credentials: DownloadCredentials): Promise<void> {
+  private async checkPassword({ link }: ResolvedLink, { password, guard }: DownloadCredentials): Promise<void> {
     if (!link.passwordHash) return;
-    if (credentials.password === undefined) throw linkErrors.passwordRequired();
-    await credentials.beforeCheck?.();
-    if (!(await verifyPassword(credentials.password, link.passwordHash))) throw linkErrors.wrongPassword();
+    if (password === undefined) throw linkErrors.passwordRequired();
+    if (verifiedLately(password, link.passwordHash)) return guard?.check(link.id);
+    const settle = (await guard?.reserve(link.id)) ?? nothing;
+    let outcome: GuessOutcome = 'unchecked';
+    try {
+      outcome = (await verifyPassword(password, link.passwordHash)) ? 'right' : 'wrong';
+    } finally {
+      await settle(outcome);
+    }
+    if (outcome === 'wrong') throw linkErrors.wrongPassword();
   }
 }

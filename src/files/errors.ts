@@ -28,13 +28,6 @@ export const fileErrors = {
 /** Asks the client for the link's password; browsers show their own prompt for it. */
 const ASK_PASSWORD = { 'WWW-Authenticate': 'Basic realm="dropstream"' };
 
-/** 401 wrong_password: a class of its own because the download route counts it as a failure of the address. */
-export class WrongPassword extends AppError {
-  constructor() {
-    super('wrong_password', 'The password for this link is wrong', ASK_PASSWORD);
-  }
-}
-
 export const linkErrors = {
   notFound: () => new AppError('link_not_found', 'No such link on this file'),
   expired: () => new AppError('link_expired', 'This link has expired'),
@@ -42,5 +35,12 @@ export const linkErrors = {
     new AppError('link_exhausted', `This link's ${maxDownloads} download${maxDownloads === 1 ? ' is' : 's are'} used up`),
   passwordRequired: () =>
     new AppError('password_required', 'This link has a password: send it with HTTP Basic authentication (any user name)', ASK_PASSWORD),
-  wrongPassword: () => new WrongPassword(),
+  // Counted before it was checked (http/password-guard.ts), so nothing is counted here.
+  wrongPassword: () => new AppError('wrong_password', 'The password for this link is wrong', ASK_PASSWORD),
+  // More guesses than the scrypt queue holds (link-password.ts): nothing was checked, so nothing counts.
+  checksBusy: () =>
+    new AppError('password_checks_busy', 'Too many link passwords are being checked right now; try again shortly', { 'Retry-After': '1' }),
+  // The link took its limit of wrong passwords (from all addresses): every password is refused until the lock ends.
+  passwordLocked: (seconds: number) =>
+    new AppError('link_password_locked', 'This link had too many wrong passwords; its password is not checked until the lock ends', { 'Retry-After': String(seconds) }),
 };

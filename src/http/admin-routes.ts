@@ -31,18 +31,23 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
  * without it, every request is 401, so neither the body parser (400
  * invalid_json) nor the router (404 vs 405) says which routes exist.
  * Digests are compared, so neither the token's content nor its length leaks
- * through timing. Wrong tokens count as failures of the address, like bad
- * API keys: over the limit its guesses get 429 (the right token still passes).
+ * through timing. Every try is counted against the address before the
+ * token is compared, and given back when it was right (issue 38): over the
+ * limit the address gets 429 whatever it sends, the right token included,
+ * until the window ends, so neither a burst nor the answers to a
+ * locked-out address tell a guesser anything (a token has 32 characters or
+ * more, so the limit is about noise, not odds).
  */
 export function requireAdminToken(token: string, failures?: FailureLimits, metrics?: Metrics): Middleware {
   const expected = digest(token);
   return async (ctx, next) => {
     const given = /^Bearer[ \t]+(\S+)$/i.exec(ctx.get('Authorization'))?.[1] ?? '';
+    const wait = failures ? await failures.reserve(ctx.ip).catch(() => 0) : 0;
+    if (wait > 0 && failures) throw tooManyFailures(failures, wait, metrics);
     if (!timingSafeEqual(digest(given), expected)) {
-      const wait = failures ? failures.knownWaitSeconds(ctx.ip) || (await failures.fail(ctx.ip).catch(() => 0)) : 0;
-      if (wait > 0 && failures) throw tooManyFailures(failures, wait, metrics);
       throw new AppError('invalid_admin_token', 'A valid admin token is required', { 'WWW-Authenticate': 'Bearer' });
     }
+    await failures?.refund(ctx.ip).catch(() => {});
     await next();
   };
 }

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import parseRange from 'range-parser';
 import { AppError } from '../errors.js';
 import type { BodyChoice } from '../files/download.js';
-import { fileErrors, WrongPassword } from '../files/errors.js';
+import { fileErrors } from '../files/errors.js';
 import type { FileRecord } from '../files/record.js';
 import type { FileService } from '../files/service.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
@@ -12,13 +12,16 @@ import type { Metrics } from '../metrics.js';
 import { attachment } from './attachment.js';
 import { watchResponseRate, type BodyRateOptions } from './body-rate.js';
 import { exactBody } from './download-body.js';
+import { passwordGuard } from './password-guard.js';
 import { tooManyFailures } from './rate-limit.js';
 import { recordFailure } from './request-log.js';
 
 export interface DownloadDeps {
   files: FileService;
-  /** Unknown link tokens per client address. */
+  /** Unknown link tokens and wrong link passwords per client address. */
   tokenFailures: FailureLimits;
+  /** Wrong passwords per link, from all addresses. */
+  passwordFailures: FailureLimits;
   metrics?: Metrics;
   /** The rate a client must read at; a slower one is cut (it holds a store stream, and on a limited link part of the budget). */
   rate?: BodyRateOptions;
@@ -74,28 +77,22 @@ export function basicPassword(header: string | undefined): string | undefined {
  * counts are the file component's (FileService.openDownload); this route
  * reads the request's headers and writes the response.
  */
-export function downloadRoutes({ files, tokenFailures, metrics, rate, onCountError }: DownloadDeps) {
+export function downloadRoutes({ files, tokenFailures, passwordFailures, metrics, rate, onCountError }: DownloadDeps) {
   const router = new Router();
 
   /**
-   * A guess that failed (an unknown or malformed token, a wrong password)
-   * counts against the client's address (one Redis trip, none once this
-   * instance knows the address is refused): `refusal` as it is, or 429
-   * `too_many_failures` over the limit. A valid link without a password is
-   * served whatever its address guessed before (issue 27: one guesser
-   * behind a NAT must not lock out the others there; tokens are 128-bit
-   * random) and costs no Redis trip.
+   * An unknown or malformed token counts against the client's address (one
+   * Redis trip, none once this instance knows the address is refused):
+   * `refusal` as it is, or 429 `too_many_failures` over the limit. A valid
+   * link without a password is served whatever its address guessed before
+   * (issue 27: one guesser behind a NAT must not lock out the others there;
+   * tokens are 128-bit random) and costs no Redis trip. A wrong password
+   * was counted before it was checked (password-guard.ts).
    */
   async function failed(ctx: Context, refusal: AppError): Promise<never> {
     const wait = tokenFailures.knownWaitSeconds(ctx.ip) || (await tokenFailures.fail(ctx.ip).catch(() => 0));
     if (wait > 0) throw tooManyFailures(tokenFailures, wait, metrics);
     throw refusal;
-  }
-
-  /** Before a password is checked: an address over its limit gets 429 whatever it sends, or guessing would go on. */
-  async function mayGuess(ctx: Context): Promise<void> {
-    const wait = await tokenFailures.waitSeconds(ctx.ip).catch(() => 0);
-    if (wait > 0) throw tooManyFailures(tokenFailures, wait, metrics);
   }
 
   /** Headers of the file, and what of it to send: no body for HEAD or a fresh cache. */
@@ -126,12 +123,15 @@ export function downloadRoutes({ files, tokenFailures, metrics, rate, onCountErr
 
   router.get('/download/:token', async (ctx) => {
     const token = ctx.params.token!;
-    const credentials = { password: basicPassword(ctx.get('Authorization') || undefined), beforeCheck: () => mayGuess(ctx) };
+    const credentials = {
+      password: basicPassword(ctx.get('Authorization') || undefined),
+      guard: passwordGuard({ address: tokenFailures, link: passwordFailures, metrics }, ctx.ip),
+    };
     let download;
     try {
       download = TOKEN.test(token) ? await files.openDownload(token, (file) => choose(ctx, file), credentials) : undefined;
     } catch (err) {
-      if (err instanceof WrongPassword) await failed(ctx, err);
+      if (err instanceof AppError && err.code === 'password_checks_busy') metrics?.rateLimitRefusals.inc({ reason: err.code });
       throw err;
     }
     if (!download) return failed(ctx, fileErrors.notFound());

@@ -232,7 +232,7 @@ function publicPaths(): Record<string, PathItem> {
         '404': bare(error(`Unknown, revoked or deleted link: ${codes('file_not_found')}.`, {}, false)),
         '410': bare(error(`The link, or its file, has expired (${codes('link_expired')}), or its budget of \`max_downloads\` x size bytes has too little left for this response (${codes('link_exhausted')}).`, {}, false)),
         '416': bare(error(`The range is outside the file: ${codes('range_not_satisfiable')}.`, { 'Content-Range': ref('headers', 'Content-Range') }, false)),
-        '429': bare(error(`This address asked for too many unknown links, or sent too many wrong link passwords, in the last minute: ${codes('too_many_failures')}. Once it is over the limit, a password-protected link refuses it even with the right password, until the window ends.`, { 'Retry-After': ref('headers', 'Retry-After') }, false)),
+        '429': bare(error(`This address asked for too many unknown links, or sent too many wrong link passwords, in the last minute: ${codes('too_many_failures')}. Once it is over the limit, a password-protected link refuses it even with the right password, until the window ends. The link took too many wrong passwords from all addresses: ${codes('link_password_locked')}, right or wrong, until the lock ends. Too many passwords wait to be checked on this instance: ${codes('password_checks_busy')} (nothing counted; try again).`, { 'Retry-After': ref('headers', 'Retry-After') }, false)),
         '500': bare(error(`${codes('internal_error')}.`, {}, false)),
         ...(body ? { '503': error(`The object store failed: ${codes('store_unavailable')}.`, { 'Retry-After': ref('headers', 'Retry-After') }, false) } : {}),
       },

@@ -51,7 +51,7 @@ describe('start mistakes: one line, before migrations', () => {
 
   for (const variable of ['PORT', 'ADMIN_PORT']) {
     it(`when ${variable} is in use, then exits 1 with one line naming ${variable} and the address, and nothing was migrated`, async () => {
-      const result = await run(['serve'], { DATA_DIR: dataDir, [variable]: String(takenPort), ADMIN_TOKEN: 'mistakes-admin-token-0123' });
+      const result = await run(['serve'], { DATA_DIR: dataDir, [variable]: String(takenPort), ADMIN_TOKEN: 'mistakes-admin-token-0123456789abcdef' });
       expect(result.code).to.equal(1);
       expect(oneLine(result.stderr)).to.equal(
         `dropstream: ${variable}: 127.0.0.1:${takenPort} is already in use by another process; stop it or set ${variable} to a free port`,

@@ -142,7 +142,7 @@ describe('start: the database is not reachable (yet)', () => {
 
     it('when PostgreSQL comes up while the server waits, then it migrates, listens and serves', async function () {
       this.timeout(60_000);
-      const run = runServe(['serve'], { DATA_DIR: dataDir, DATABASE_URL: pg.url, DATABASE_CONNECT_TIMEOUT: '45', ADMIN_TOKEN: 'late-postgres-admin-token' });
+      const run = runServe(['serve'], { DATA_DIR: dataDir, DATABASE_URL: pg.url, DATABASE_CONNECT_TIMEOUT: '45', ADMIN_TOKEN: 'late-postgres-admin-token-0123456789' });
       try {
         const first = await run.logged('database not reachable, retrying');
         expect(first.attempt).to.equal(1);
@@ -151,7 +151,7 @@ describe('start: the database is not reachable (yet)', () => {
         expect(run.logs.find((line) => line.msg === 'applied migrations')?.migrations).to.have.length.at.least(1);
         const account = await fetch(`${listening.adminUrl}/admin/accounts`, {
           method: 'POST',
-          headers: { Authorization: 'Bearer late-postgres-admin-token', 'Content-Type': 'application/json' },
+          headers: { Authorization: 'Bearer late-postgres-admin-token-0123456789', 'Content-Type': 'application/json' },
           body: JSON.stringify({ plan: 'pro' }),
         }).then((res) => res.json() as Promise<{ api_key: string }>);
         const upload = await uploadFile(listening.url, account.api_key, 'late.txt', 'the database came up late');

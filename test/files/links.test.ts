@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import { migrationsDir } from '../../src/db/migrate.js';
 import { AppError } from '../../src/errors.js';
-import type { BodyChoice } from '../../src/files/download.js';
+import type { BodyChoice, PasswordGuard } from '../../src/files/download.js';
 import { derivations, hashPassword, verifyPassword } from '../../src/files/link-password.js';
 import { FileLinks } from '../../src/files/links.js';
 import { PendingObjects } from '../../src/files/pending.js';
@@ -170,20 +170,32 @@ for (const backend of backends) {
       expect(await codeOf(files.openDownload(future.token, headOnly))).to.equal('none');
     });
 
-    it('when a link has a password, then none is password_required, a wrong one wrong_password (after beforeCheck), the right one opens', async () => {
+    it('when a link has a password, then none is password_required, a wrong one wrong_password (reserved, then kept), the right one opens (reserved, then given back)', async () => {
       const file = await newFile('secret body!');
       const link = (await links.create(accountId, file.id, { passwordHash: await hashPassword('correct horse') }))!;
-      let checks = 0;
-      const beforeCheck = async () => void (checks += 1);
-      expect(await codeOf(files.openDownload(link.token, whole, { beforeCheck }))).to.equal('password_required');
-      expect(checks).to.equal(0);
-      expect(await codeOf(files.openDownload(link.token, whole, { password: 'wrong', beforeCheck }))).to.equal('wrong_password');
-      expect(checks).to.equal(1);
-      const refused = async () => { throw new AppError('too_many_failures', 'slow down'); };
-      expect(await codeOf(files.openDownload(link.token, whole, { password: 'correct horse', beforeCheck: refused }))).to.equal('too_many_failures');
-      const download = (await files.openDownload(link.token, whole, { password: 'correct horse', beforeCheck }))!;
+      const seen: string[] = [];
+      const guard: PasswordGuard = {
+        check: async (linkId) => void seen.push(`check ${linkId === link.id}`),
+        reserve: async (linkId) => {
+          seen.push(`reserve ${linkId === link.id}`);
+          return async (outcome) => void seen.push(outcome);
+        },
+      };
+      expect(await codeOf(files.openDownload(link.token, whole, { guard }))).to.equal('password_required');
+      expect(seen).to.deep.equal([]);
+      expect(await codeOf(files.openDownload(link.token, whole, { password: 'wrong', guard }))).to.equal('wrong_password');
+      expect(seen.splice(0)).to.deep.equal(['reserve true', 'wrong']);
+      const refused: PasswordGuard = { check: guard.check, reserve: async () => { throw new AppError('too_many_failures', 'slow down'); } };
+      expect(await codeOf(files.openDownload(link.token, whole, { password: 'correct horse', guard: refused }))).to.equal('too_many_failures');
+      const download = (await files.openDownload(link.token, whole, { password: 'correct horse', guard }))!;
       expect(await text(download.body)).to.equal('secret body!');
-      expect(checks).to.equal(2);
+      expect(seen.splice(0)).to.deep.equal(['reserve true', 'right']);
+      // Verified lately: no scrypt and no guess to reserve, but the locks are still asked.
+      const again = (await files.openDownload(link.token, whole, { password: 'correct horse', guard }))!;
+      await text(again.body);
+      expect(seen.splice(0)).to.deep.equal(['check true']);
+      const locked: PasswordGuard = { reserve: guard.reserve, check: async () => { throw new AppError('too_many_failures', 'slow down'); } };
+      expect(await codeOf(files.openDownload(link.token, whole, { password: 'correct horse', guard: locked }))).to.equal('too_many_failures');
     });
 
     it('when a password is hashed, then the hash is salted scrypt, never the password, and only the password verifies', async () => {

@@ -187,28 +187,33 @@ for (const backend of backends) {
         }
       });
 
-      it('when an address sends wrong admin tokens repeatedly, then it is throttled with 429 and the right token still passes', async () => {
+      it('when an address sends wrong admin tokens repeatedly, then it is throttled with 429, the right token too (issue 38)', async () => {
         const u = await startTestServer(backend, { AUTH_FAILURE_LIMIT: '3' });
         try {
           const plans = (token: string) => call(`${u.server.adminUrl}/admin/plans`, { key: token });
+          expect((await plans(u.server.adminToken)).status, 'a right token is given back, not counted').to.equal(200);
           for (let i = 1; i <= 3; i++) expect((await plans(`wrong-${i}`)).status).to.equal(401);
           const refused = await plans('wrong-4');
           expect(refused.status).to.equal(429);
           expect(refused.body.error.code).to.equal('too_many_failures');
-          expect((await plans(u.server.adminToken)).status).to.equal(200);
+          // Issue 38: a 200 here told a locked-out guesser that it had found the token.
+          const right = await plans(u.server.adminToken);
+          expect(right.status, 'the right token from the locked-out address').to.equal(429);
+          expect(Number(right.headers.get('retry-after'))).to.be.within(1, 60);
         } finally {
           await u.close();
         }
       });
 
-      it('when the admin listener binds a non-loopback address, then start warns; a short hand-set token there stops start with one line naming it', async () => {
+      it('when the admin listener binds a non-loopback address, then start warns; an ADMIN_TOKEN under 32 characters stops start with one line naming it, on loopback too (issue 38)', async () => {
         const lines: { msg?: string; level?: number }[] = [];
         const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
         const u = await startTestServer(backend, { ADMIN_HOST: '0.0.0.0' }, logger);
         await u.close();
         expect(lines.some((l) => l.level === 40 && /admin listener is reachable from other machines/.test(l.msg ?? ''))).to.equal(true);
         expect(() => loadConfig({ ADMIN_HOST: '0.0.0.0', ADMIN_TOKEN: 'sixteen-chars-ok-but-short' })).to.throw(/ADMIN_TOKEN.*at least 32 characters/);
-        expect(loadConfig({ ADMIN_HOST: '127.0.0.1', ADMIN_TOKEN: 'sixteen-chars-ok-but-short' }).adminToken).to.equal('sixteen-chars-ok-but-short');
+        expect(() => loadConfig({ ADMIN_HOST: '127.0.0.1', ADMIN_TOKEN: 'x'.repeat(31) })).to.throw(/ADMIN_TOKEN.*at least 32 characters/);
+        expect(loadConfig({ ADMIN_HOST: '127.0.0.1', ADMIN_TOKEN: 'x'.repeat(32) }).adminToken).to.equal('x'.repeat(32));
         expect(loadConfig({ ADMIN_HOST: '0.0.0.0', ADMIN_TOKEN: 'x'.repeat(32) }).adminToken).to.equal('x'.repeat(32));
       });
     });
