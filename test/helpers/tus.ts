@@ -1,6 +1,7 @@
 // Raw tus requests for tests (tus-js-client is used where the point is a
 // client written by others: test/http/tus-client.test.ts).
 import { request } from 'node:http';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { expect } from 'chai';
 import { call, type ApiResponse } from './client.js';
@@ -89,6 +90,14 @@ function streamingRequest(url: string, key: string, method: string, headers: Rec
 
 type StoreKind = 'local' | 's3';
 
+/** An S3 bucket's open multipart uploads (by key) and tail objects (src/storage/s3-resumable.ts), sorted. */
+async function s3Leftovers(store: S3ObjectStore): Promise<string[]> {
+  const uploads = (await allOpenUploads(store)).map((u) => u.key);
+  const objects = (await store.client.send(new ListObjectsV2Command({ Bucket: store.bucket }))).Contents ?? [];
+  const tails = objects.map((o) => o.Key!).filter((key) => /\.tail[01]$/.test(key));
+  return [...uploads, ...tails].sort();
+}
+
 /** A server on `backend` with `store`; `leftovers()` lists what the store holds of unfinished uploads. */
 export async function tusServer(backend: Backend, store: StoreKind, s3: () => TestS3, env: Record<string, string> = {}) {
   const bucket = store === 's3' ? s3().bucket('tus') : '';
@@ -96,8 +105,8 @@ export async function tusServer(backend: Backend, store: StoreKind, s3: () => Te
   const inspect = store === 's3' ? new S3ObjectStore(s3().storeOptions(bucket, { partsInFlight: 1 })) : undefined;
   return {
     t,
-    /** Temp files (local) or open multipart uploads (S3). */
-    leftovers: async () => (inspect ? (await allOpenUploads(inspect)).map((u) => u.key) : t.tempFiles()),
+    /** Temp files (local), or open multipart uploads and the `<key>.tail0/1` objects that hold their last partial part (S3). */
+    leftovers: async () => (inspect ? s3Leftovers(inspect) : t.tempFiles()),
     async close() {
       await inspect?.close();
       await t.close();
