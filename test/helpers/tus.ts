@@ -92,7 +92,7 @@ type StoreKind = 'local' | 's3';
 
 /** An S3 bucket's open multipart uploads (by key) and tail objects (src/storage/s3-resumable.ts), sorted. */
 async function s3Leftovers(store: S3ObjectStore): Promise<string[]> {
-  const uploads = (await allOpenUploads(store)).map((u) => u.key);
+  const uploads = (await allOpenUploads(store)).map((u) => u.key ?? u.uploadId);
   const objects = (await store.client.send(new ListObjectsV2Command({ Bucket: store.bucket }))).Contents ?? [];
   const tails = objects.map((o) => o.Key!).filter((key) => /\.tail[01]$/.test(key));
   return [...uploads, ...tails].sort();
