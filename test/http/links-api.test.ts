@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { call, upload, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 
 const run = promisify(execFile);
@@ -141,9 +142,9 @@ for (const backend of backends) {
     it('when downloads go through two links, then each link counts its own, and the file\'s download_count counts them all', async () => {
       const { link } = (await call(links(), { ...json({}), key })).body;
       for (const url of [file.public_link, link.public_link, link.public_link]) expect(await downloadStatus(t.url(url))).to.equal(200);
-      await new Promise((r) => setTimeout(r, 100)); // counted just after the last byte
-      const listed = (await call(links(), { key })).body.links;
-      expect(listed.map((l: { download_count: number }) => l.download_count)).to.deep.equal([1, 2]);
+      // Counted just after the last byte.
+      const counts = async () => ((await call(links(), { key })).body.links as { download_count: number }[]).map((l) => l.download_count);
+      expect(await eventually(counts, (c) => c[0] === 1 && c[1] === 2)).to.deep.equal([1, 2]);
       expect((await call(t.url(`/api/v1/files/${file.file_id}`), { key })).body.file.download_count).to.equal(3);
     });
 
