@@ -5,6 +5,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { expect } from 'chai';
 import { call, type ApiResponse } from './client.js';
+import { eventually } from './raw-upload.js';
 import type { Backend } from './databases.js';
 import { startTestServer, type TestServer } from './server.js';
 import { allOpenUploads, type TestS3 } from './test-s3.js';
@@ -41,6 +42,20 @@ export function create(
 
 /** The upload's full URL on `baseUrl` from a creation response's Location. */
 export const uploadUrl = (baseUrl: string, res: ApiResponse) => baseUrl + res.headers.get('location');
+
+/**
+ * Resolves once a request holds the lease of the upload at `url` (a PATCH's
+ * handler is reading its body), as the database shows it to every instance;
+ * fails after five seconds. Bytes the client has already sent are then read
+ * by that PATCH, also when a newer request asks it to stop (it reads what is
+ * in flight before it lets go).
+ */
+export async function leased(t: TestServer, url: string): Promise<void> {
+  const id = decodeURIComponent(new URL(url).pathname.split('/').pop()!);
+  const until = () => t.server.db.prisma.resumableUpload.findUnique({ where: { id }, select: { lockedUntil: true } }).then((row) => row?.lockedUntil ?? null);
+  const held = await eventually(until, (at) => at !== null && at.getTime() > Date.now());
+  expect(held, `the upload ${id} is leased`).to.not.equal(null);
+}
 
 export function patch(url: string, key: string, offset: number, body: Buffer, headers: Record<string, string> = {}): Promise<ApiResponse> {
   return call(url, { method: 'PATCH', key, headers: { ...TUS, ...OCTETS, 'Upload-Offset': String(offset), ...headers }, body: new Uint8Array(body) });

@@ -15,7 +15,7 @@ import { startCuttingProxy } from '../helpers/cutting-proxy.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTwoInstances, type TestServer } from '../helpers/server.js';
-import { create, download, head, patch, streamingPatch, tusServer, uploadUrl } from '../helpers/tus.js';
+import { create, download, head, leased, patch, streamingPatch, tusServer, uploadUrl } from '../helpers/tus.js';
 
 const MiB = 1024 * 1024;
 const SIZE = 48 * MiB;
@@ -37,14 +37,15 @@ function tusUpload(data: Buffer, endpoint: string, apiKey: string, uploadUrl?: s
   });
 }
 
-/** An account's upload of 9 MiB with a PATCH still open after its first 6 MiB, which the server has had time to read. */
+/** An account's upload of 9 MiB with a PATCH still open after its first 6 MiB, reading them (it holds the lease). */
 async function livePatch(server: { t: TestServer }, data: Buffer) {
   const { apiKey } = await server.t.account();
   const small = data.subarray(0, 9 * MiB);
   const url = uploadUrl(server.t.server.url, await create(server.t.server.url, apiKey, { length: small.length }));
   const live = streamingPatch(url, apiKey, 0, small.length);
   await live.send(small.subarray(0, 6 * MiB));
-  await sleep(500); // let the server read what was sent
+  // The PATCH is reading: what was sent is read by it, before it gives way too.
+  await leased(server.t, url);
   return { apiKey, small, url, live };
 }
 
@@ -192,7 +193,7 @@ describe('resumable uploads: the newest request wins', function () {
             const path = (await create(a.server.url, apiKey, { length: SIZE })).headers.get('location')!;
             const hanging = streamingPatch(a.server.url + path, apiKey, 0, SIZE);
             await hanging.send(data.subarray(0, 8 * MiB));
-            await sleep(500);
+            await leased(a, a.server.url + path);
             const resumed = tusUpload(data, `${b.server.url}/api/v1/uploads`, apiKey, b.server.url + path);
             // B's first request asked A's PATCH to stop: it ends well within the takeover time, it does not hang.
             const ended = await Promise.race([hanging.response.then(() => true), sleep(8_000).then(() => false)]);
