@@ -195,7 +195,8 @@ describe('the DATA_DIR lock, in one process', () => {
         let last = await mtime();
         for (let beats = 0; beats < 3; beats++) {
           const seen = last;
-          last = await eventually(mtime, (m) => m > seen, timing.staleMs);
+          // A loaded machine may delay a beat: the deadline is generous, the touches are what count.
+          last = await eventually(mtime, (m) => m > seen, 5_000);
           expect(last, `beat ${beats + 1}`).to.be.greaterThan(seen);
         }
       } finally {
