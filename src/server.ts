@@ -114,6 +114,8 @@ async function checkReadiness(db: Database, store: ObjectStore, health: StoreHea
 export interface ServerOptions {
   /** How often a streaming upload touches its pending record (src/files/upload.ts, a minute by default). */
   uploadHeartbeatMs?: number;
+  /** How long an API key's caller is cached without a change notice (a second by default). */
+  callerCacheMs?: number;
 }
 
 /** Objects without resources of their own that every step reports to. */
@@ -195,7 +197,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   // Callers of API keys are cached for a second; changes reach every
   // instance's cache at once through Redis pub/sub (the TTL bounds
   // staleness when a notice is lost).
-  const callers = new CallerCache({ ttlMs: CALLER_CACHE_MS, maxEntries: 10_000 });
+  const callers = new CallerCache({ ttlMs: options.callerCacheMs ?? CALLER_CACHE_MS, maxEntries: 10_000 });
   const channel = `${config.redisKeyPrefix}:caller-changes`;
   const changes = new CallerChanges(callers, redis && { publisher: redis, channel, logger });
   if (config.redisUrl) {

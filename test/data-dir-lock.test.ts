@@ -11,6 +11,7 @@ import { DataDirLockedError, lockDataDir, type LockHolder } from '../src/db/data
 import { openDatabase } from '../src/db/client.js';
 import { call, uploadFile } from './helpers/client.js';
 import { backends, createTestDatabase } from './helpers/databases.js';
+import { eventually } from './helpers/raw-upload.js';
 import { envWithoutConfig, runToExit } from './helpers/run-to-exit.js';
 import { startServerProcess, type ServerProcess } from './helpers/server-process.js';
 
@@ -183,6 +184,29 @@ describe('the DATA_DIR lock, in one process', () => {
       } finally {
         clearInterval(beat);
       }
+    });
+
+    it('when this process holds the lock, then it touches the file every heartbeat (so such an opener sees it alive), and the file goes at release', async () => {
+      const path = join(dir, 'pglite.lock');
+      const lock = await lockDataDir(join(dir, 'pglite'), timing);
+      const mtime = async () => (await stat(path)).mtimeMs;
+      try {
+        // Touches seen one after another: three heartbeats' worth, each later than the last.
+        let last = await mtime();
+        for (let beats = 0; beats < 3; beats++) {
+          const seen = last;
+          // A loaded machine may delay a beat: the deadline is generous, the touches are what count.
+          last = await eventually(mtime, (m) => m > seen, 5_000);
+          expect(last, `beat ${beats + 1}`).to.be.greaterThan(seen);
+        }
+      } finally {
+        await lock.release();
+      }
+      // Released: the file is gone, so no heartbeat can keep a dead holder looking alive.
+      await stat(path).then(
+        () => expect.fail('lock file left behind'),
+        (err: NodeJS.ErrnoException) => expect(err.code).to.equal('ENOENT'),
+      );
     });
 
     it('when its lock has been silent for longer than the stale time, then it is taken over', async () => {

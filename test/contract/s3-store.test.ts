@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import { S3ObjectStore } from '../../src/storage/s3.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { objectStoreContract } from './object-store.contract.js';
 
@@ -43,9 +44,20 @@ describe('S3ObjectStore', () => {
   it('when a multipart body fails after some parts, then the upload is aborted and nothing remains', async () => {
     const store = await newStore();
     const body = new Readable({ read() {} });
+    // Parts the store has acknowledged: the failure must come after some.
+    let partsStored = 0;
+    store.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        if (context.commandName === 'UploadPartCommand') partsStored += 1;
+        return result;
+      },
+      { step: 'initialize' },
+    );
     const putting = store.put('broken/multi', body);
     body.push(randomBytes(11 * MiB));
-    await new Promise((r) => setTimeout(r, 300));
+    // 11 MiB in 5 MiB parts: two are sent, the third waits for more bytes.
+    expect(await eventually(async () => partsStored, (n) => n >= 2)).to.equal(2);
     body.destroy(new Error('client went away'));
     let error: unknown;
     await putting.catch((err: unknown) => (error = err));

@@ -10,6 +10,7 @@ import { S3ObjectStore } from '../../src/storage/s3.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends, createTestDatabase } from '../helpers/databases.js';
 import { BOUNDARY, multipartType } from '../helpers/multipart.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
@@ -27,14 +28,6 @@ function startUpload(url: string, key: string, bytes: number): Promise<void> {
     req.write(randomBytes(bytes), () => resolve());
   });
 }
-
-const until = async (check: () => Promise<boolean>, ms = 10_000) => {
-  for (let waited = 0; waited < ms; waited += 50) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('condition not met in time');
-};
 
 describe('crash consistency: local store and PGlite, server killed with SIGKILL', () => {
   let dataDir: string;
@@ -54,7 +47,7 @@ describe('crash consistency: local store and PGlite, server killed with SIGKILL'
     await server.admin('PUT', '/admin/plans/one-a-day', { api_access: true, requests_per_minute: 100, requests_per_day: 100, max_file_size: 100 * MiB, daily_uploads: 1 });
     const { api_key: key } = await server.admin('POST', '/admin/accounts', { plan: 'one-a-day' });
     await startUpload(server.url, key, 2 * MiB);
-    await until(async () => (await tmpFiles()).length === 1);
+    expect(await eventually(async () => (await tmpFiles()).length === 1, (met) => met, 10_000)).to.equal(true);
     await server.kill('SIGKILL');
     expect(await tmpFiles()).to.have.length(1);
 
@@ -77,7 +70,7 @@ describe('crash consistency: local store and PGlite, server killed with SIGKILL'
   it('when an upload is recent, then a sweep with the default grace period leaves it alone', async () => {
     const { api_key: key } = await server!.admin('POST', '/admin/accounts', { plan: 'one-a-day' });
     await startUpload(server!.url, key, MiB);
-    await until(async () => (await tmpFiles()).length === 1);
+    expect(await eventually(async () => (await tmpFiles()).length === 1, (met) => met, 10_000)).to.equal(true);
     expect(await server!.admin('POST', '/admin/gc', {})).to.deep.include({ uploads: 0 });
     expect(await tmpFiles()).to.have.length(1);
   });
@@ -114,7 +107,7 @@ if (backends.includes('postgresql')) {
       server = await startServerProcess(env());
       const { api_key: key } = await server.admin('POST', '/admin/accounts', { plan: 'pro' });
       await startUpload(server.url, key, 12 * MiB);
-      await until(async () => (await allOpenUploads(store)).length === 1);
+      expect(await eventually(async () => (await allOpenUploads(store)).length === 1, (met) => met, 10_000)).to.equal(true);
       await server.kill('SIGKILL');
 
       server = await startServerProcess(env());
@@ -163,10 +156,10 @@ if (backends.includes('postgresql')) {
         return server.admin('POST', '/admin/accounts', { plan: 'pro' });
       })();
       await startUpload(server!.url, key, 12 * MiB);
-      await until(async () => (await allOpenUploads(store)).length === 1);
+      expect(await eventually(async () => (await allOpenUploads(store)).length === 1, (met) => met, 10_000)).to.equal(true);
       await server!.kill('SIGKILL');
       server = await startServerProcess({ ...env(), GC_INTERVAL: '1', GC_GRACE: '1' });
-      await until(async () => (await allOpenUploads(store)).length === 0);
+      expect(await eventually(async () => (await allOpenUploads(store)).length === 0, (met) => met, 10_000)).to.equal(true);
       expect(await bucketKeys()).to.deep.equal([]);
     });
   });

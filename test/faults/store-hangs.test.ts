@@ -117,12 +117,15 @@ describe('faults: the object store accepts connections but never answers', funct
   });
 
   it('when a multipart upload meets the hang mid-way, then 503 store_unavailable within its deadlines and the slot is free', async () => {
-    // 12 MiB: the hang comes while parts are on their way.
+    // 12 MiB in 5 MiB parts: the hang comes once the first part has reached
+    // the store and before the last could have.
     const body = randomBytes(12 * MiB);
+    const before = proxy.forwarded;
+    proxy.hangAfter(6 * MiB);
     const upload = uploadFile(t.server.url, key, 'big-hung.bin', body);
-    await new Promise((r) => setTimeout(r, 100));
-    proxy.hang();
     const { result: res } = await timed(() => upload);
+    // The first part's bytes went through and the hang came before the last part's.
+    expect(proxy.forwarded - before).to.be.within(6 * MiB, 11 * MiB);
     expect(res.status).to.equal(503);
     expect(res.body.error.code).to.equal('store_unavailable');
     expect(await inFlight()).to.equal(0);

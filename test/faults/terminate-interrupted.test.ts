@@ -17,12 +17,15 @@ import { Sweeper } from '../../src/files/sweeper.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
-import { sleep } from '../helpers/raw-upload.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js';
 
 const MiB = 1024 * 1024;
-const LEASE_MS = 1000;
+// Long enough for the next sweep to come within the removal's claim on a
+// loaded machine (1 s did not always); the sweep after it is polled for
+// until the claim ran out.
+const LEASE_MS = 3000;
 
 class Crash extends Error {}
 
@@ -122,10 +125,12 @@ for (const kind of ['local', 's3'] as const) {
         expect(await sweep()).to.deep.include({ failed: 0 });
         if (step !== 'forgotten') expect(await records(upload.id, row.storageKey)).to.deep.equal({ row: true, pending: true });
         // ...and finishes its work once the claim ran out.
-        await sleep(LEASE_MS + 100);
-        expect(await sweep()).to.deep.include({ failed: 0 });
-        expect(await held(row.storageKey, uploadId)).to.deep.equal([]);
-        expect(await records(upload.id, row.storageKey)).to.deep.equal({ row: false, pending: false });
+        const afterSweep = async () => {
+          const { failed } = await sweep();
+          return { failed, held: await held(row.storageKey, uploadId), records: await records(upload.id, row.storageKey) };
+        };
+        const done = (left: { failed: number; held: string[]; records: { row: boolean; pending: boolean } }) => left.failed > 0 || (left.held.length === 0 && !left.records.row && !left.records.pending);
+        expect(await eventually(afterSweep, done, LEASE_MS + 5_000)).to.deep.equal({ failed: 0, held: [], records: { row: false, pending: false } });
         // The day's slot comes back once; a removal stopped between forgetting and giving it back loses it (as the sweep's own removals do).
         expect(await daily(accountId)).to.equal(step === 'forgotten' ? 1 : 0);
       });

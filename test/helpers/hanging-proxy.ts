@@ -12,6 +12,10 @@ export interface HangingProxy {
   hang(): void;
   /** Cuts the hung connections; new ones are forwarded. */
   recover(): void;
+  /** Hangs as soon as `bytes` more have been forwarded from clients to the target (a hang mid-way through a body). */
+  hangAfter(bytes: number): void;
+  /** Bytes forwarded from clients to the target so far (what reached the store). */
+  readonly forwarded: number;
   close(): Promise<void>;
 }
 
@@ -19,6 +23,8 @@ export async function startHangingProxy(target: string): Promise<HangingProxy> {
   const { hostname, port } = new URL(target);
   const pairs = new Set<[Socket, Socket | undefined]>();
   let hung = false;
+  let forwarded = 0;
+  let hangAt = Infinity;
   const freeze = ([client, upstream]: [Socket, Socket | undefined]) => {
     client.removeAllListeners('data');
     upstream?.removeAllListeners('data');
@@ -48,7 +54,9 @@ export async function startHangingProxy(target: string): Promise<HangingProxy> {
     }
     // Backpressure both ways, so nothing piles up inside the proxy.
     client.on('data', (chunk: Buffer) => {
+      forwarded += chunk.length;
       if (!upstream.write(chunk)) client.pause();
+      if (forwarded >= hangAt) proxy.hang();
     });
     upstream.on('drain', () => !hung && client.resume());
     upstream.on('data', (chunk: Buffer) => {
@@ -62,15 +70,23 @@ export async function startHangingProxy(target: string): Promise<HangingProxy> {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     hang() {
       hung = true;
+      hangAt = Infinity;
       for (const pair of pairs) freeze(pair);
     },
     recover() {
       hung = false;
+      hangAt = Infinity;
       for (const [client, upstream] of pairs) {
         client.destroy();
         upstream?.destroy();
       }
       pairs.clear();
+    },
+    hangAfter(bytes) {
+      hangAt = forwarded + bytes;
+    },
+    get forwarded() {
+      return forwarded;
     },
     async close() {
       proxy.recover();

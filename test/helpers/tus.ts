@@ -1,9 +1,11 @@
 // Raw tus requests for tests (tus-js-client is used where the point is a
 // client written by others: test/http/tus-client.test.ts).
 import { request } from 'node:http';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { expect } from 'chai';
 import { call, type ApiResponse } from './client.js';
+import { eventually } from './raw-upload.js';
 import type { Backend } from './databases.js';
 import { startTestServer, type TestServer } from './server.js';
 import { allOpenUploads, type TestS3 } from './test-s3.js';
@@ -40,6 +42,20 @@ export function create(
 
 /** The upload's full URL on `baseUrl` from a creation response's Location. */
 export const uploadUrl = (baseUrl: string, res: ApiResponse) => baseUrl + res.headers.get('location');
+
+/**
+ * Resolves once a request holds the lease of the upload at `url` (a PATCH's
+ * handler is reading its body), as the database shows it to every instance;
+ * fails after five seconds. Bytes the client has already sent are then read
+ * by that PATCH, also when a newer request asks it to stop (it reads what is
+ * in flight before it lets go).
+ */
+export async function leased(t: TestServer, url: string): Promise<void> {
+  const id = decodeURIComponent(new URL(url).pathname.split('/').pop()!);
+  const until = () => t.server.db.prisma.resumableUpload.findUnique({ where: { id }, select: { lockedUntil: true } }).then((row) => row?.lockedUntil ?? null);
+  const held = await eventually(until, (at) => at !== null && at.getTime() > Date.now());
+  expect(held, `the upload ${id} is leased`).to.not.equal(null);
+}
 
 export function patch(url: string, key: string, offset: number, body: Buffer, headers: Record<string, string> = {}): Promise<ApiResponse> {
   return call(url, { method: 'PATCH', key, headers: { ...TUS, ...OCTETS, 'Upload-Offset': String(offset), ...headers }, body: new Uint8Array(body) });
@@ -89,6 +105,14 @@ function streamingRequest(url: string, key: string, method: string, headers: Rec
 
 type StoreKind = 'local' | 's3';
 
+/** An S3 bucket's open multipart uploads (by key) and tail objects (src/storage/s3-resumable.ts), sorted. */
+async function s3Leftovers(store: S3ObjectStore): Promise<string[]> {
+  const uploads = (await allOpenUploads(store)).map((u) => u.key ?? u.uploadId);
+  const objects = (await store.client.send(new ListObjectsV2Command({ Bucket: store.bucket }))).Contents ?? [];
+  const tails = objects.map((o) => o.Key!).filter((key) => /\.tail[01]$/.test(key));
+  return [...uploads, ...tails].sort();
+}
+
 /** A server on `backend` with `store`; `leftovers()` lists what the store holds of unfinished uploads. */
 export async function tusServer(backend: Backend, store: StoreKind, s3: () => TestS3, env: Record<string, string> = {}) {
   const bucket = store === 's3' ? s3().bucket('tus') : '';
@@ -96,8 +120,8 @@ export async function tusServer(backend: Backend, store: StoreKind, s3: () => Te
   const inspect = store === 's3' ? new S3ObjectStore(s3().storeOptions(bucket, { partsInFlight: 1 })) : undefined;
   return {
     t,
-    /** Temp files (local) or open multipart uploads (S3). */
-    leftovers: async () => (inspect ? (await allOpenUploads(inspect)).map((u) => u.key) : t.tempFiles()),
+    /** Temp files (local), or open multipart uploads and the `<key>.tail0/1` objects that hold their last partial part (S3). */
+    leftovers: async () => (inspect ? s3Leftovers(inspect) : t.tempFiles()),
     async close() {
       await inspect?.close();
       await t.close();

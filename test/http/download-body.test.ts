@@ -13,6 +13,7 @@ import { expect } from 'chai';
 import Koa from 'koa';
 import { exactBody } from '../../src/http/download-body.js';
 import { ObjectStoreError } from '../../src/storage/object-store.js';
+import { eventually } from '../helpers/raw-upload.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,7 +57,8 @@ describe('download body: ended with its last byte', () => {
       const { port } = server.address() as AddressInfo;
       const { stdout } = await run('curl', ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', `http://127.0.0.1:${port}/`]);
       expect(Number(stdout)).to.equal(content.length);
-      await sleep(600);
+      // A response that closed without 'finish' never finishes after it.
+      expect(await eventually(async () => seen.closed, (closed) => closed)).to.equal(true);
       return seen;
     } finally {
       server.closeAllConnections();

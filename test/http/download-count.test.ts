@@ -12,6 +12,7 @@ import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -58,16 +59,6 @@ function fetchAndCut(url: string, cutAfter: number): Promise<Fetched> {
 async function curlDownload(url: string, out: string): Promise<Buffer> {
   await run('curl', ['-sS', '--fail', '-o', out, url]);
   return readFile(out);
-}
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 25));
-    value = await read();
-  }
-  return value;
 }
 
 for (const backend of backends) {

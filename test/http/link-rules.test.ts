@@ -16,7 +16,7 @@ import { expect } from 'chai';
 import { chromium } from 'playwright-core';
 import { call, upload } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
-import { sleep } from '../helpers/raw-upload.js';
+import { eventually, sleep } from '../helpers/raw-upload.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
@@ -174,8 +174,9 @@ for (const backend of backends) {
       await reader.read();
       cut.abort();
       await reader.read().catch(() => {});
-      await sleep(300); // the server sees the close and gives back what it had not handed on
-      const rest = await fetch(t.url(file.public_link), { headers: { Range: `bytes=${size - 1000}-` } });
+      // Refused until the server has seen the close and given back what it had not handed on.
+      const rangeOfRest = () => fetch(t.url(file.public_link), { headers: { Range: `bytes=${size - 1000}-` } });
+      const rest = await eventually(rangeOfRest, (res) => res.status === 206);
       expect(rest.status).to.equal(206);
       expect(Buffer.from(await rest.arrayBuffer()).equals(content.subarray(size - 1000))).to.equal(true);
       expect((await fetch(t.url(file.public_link))).status).to.equal(410);

@@ -145,8 +145,8 @@ for (const backend of backends) {
       const { link } = (await call(links(), { ...json({}), key })).body;
       for (const url of [file.public_link, link.public_link, link.public_link]) expect(await downloadStatus(t.url(url))).to.equal(200);
       // Counted just after the last byte.
-      const listed = await eventually(async () => (await call(links(), { key })).body.links, (l) => l[0]?.download_count === 1 && l[1]?.download_count === 2);
-      expect(listed.map((l: { download_count: number }) => l.download_count)).to.deep.equal([1, 2]);
+      const counts = async () => ((await call(links(), { key })).body.links as { download_count: number }[]).map((l) => l.download_count);
+      expect(await eventually(counts, (c) => c[0] === 1 && c[1] === 2)).to.deep.equal([1, 2]);
       expect((await call(t.url(`/api/v1/files/${file.file_id}`), { key })).body.file.download_count).to.equal(3);
     });
 

@@ -1,19 +1,11 @@
-import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { expect } from 'chai';
-import Koa from 'koa';
-import { pino } from 'pino';
-import { apiRoutes, type ApiDeps } from '../../src/http/api-routes.js';
-import { docsRoutes } from '../../src/http/docs-routes.js';
-import { errorResponses } from '../../src/http/errors.js';
 import { openApiDocument, type Operation, type Ref, type Response, type Schema } from '../../src/http/openapi.js';
-import { FailureLimits } from '../../src/limits/failure-limits.js';
 import { backends } from '../helpers/databases.js';
 import { call, uploadFile, type ApiResponse } from '../helpers/client.js';
 import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
@@ -435,41 +427,15 @@ function rawGet(base: string, path: string): Promise<{ status: number; body: str
   });
 }
 
-/** Services that must never be reached: the docs routes do not go through the API. */
-const untouchable = new Proxy({}, {
-  get: (_target, property) => {
-    throw new Error(`API dependency used: ${String(property)}`);
-  },
-});
-
 describe('docs routes', () => {
-  let server: Server;
   let base: string;
   const swaggerUiDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
   before(async () => {
-    // Mounted as src/app.ts should mount it: after the key-protected /api/v1 router.
-    const app = new Koa();
-    app.silent = true;
-    const api = apiRoutes({
-      accounts: untouchable,
-      files: untouchable,
-      uploadGate: untouchable,
-      requestLimits: untouchable,
-      authFailures: new FailureLimits({ name: 'auth', failures: 1000, windowSeconds: 60 }),
-      publicUrl: PUBLIC_URL,
-    } as unknown as ApiDeps);
-    const docs = docsRoutes(PUBLIC_URL);
-    app.use(errorResponses(pino({ level: 'silent' })));
-    app.use(api.routes()).use(api.allowedMethods());
-    app.use(docs.routes()).use(docs.allowedMethods());
-    server = app.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  after(async () => {
-    server.closeAllConnections();
-    server.close();
+    // The real app (src/app.ts, started as the server starts it), so its
+    // mount order is what is tested: the docs routes after the key-protected
+    // /api/v1 router.
+    base = (await sharedServer(backends[0]!)).server.url;
   });
 
   it('when the API router is mounted first, then it still asks for a key on its own routes', async () => {

@@ -7,6 +7,7 @@ import { openDatabase } from '../../src/db/client.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { BOUNDARY, multipartType } from '../helpers/multipart.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -65,10 +66,6 @@ function openUpload(url: string, key: string) {
   return { response, finish: () => finish() };
 }
 
-const until = async (check: () => Promise<boolean> | boolean, ms = 3000) => {
-  for (let waited = 0; waited < ms && !(await check()); waited += 20) await new Promise((r) => setTimeout(r, 20));
-};
-
 describe('operations: metrics', () => {
   let t: TestServer;
   before(async () => {
@@ -90,12 +87,8 @@ describe('operations: metrics', () => {
     expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(200);
     expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(429);
 
-    let text = '';
-    await until(async () => {
-      const res = await call(`${t.server.adminUrl}/metrics`, { key: t.server.adminToken });
-      text = res.text;
-      return /dropstream_downloaded_bytes_total 1234\b/.test(text);
-    });
+    const scrape = async () => (await call(`${t.server.adminUrl}/metrics`, { key: t.server.adminToken })).text;
+    const text = await eventually(scrape, (scraped) => /dropstream_downloaded_bytes_total 1234\b/.test(scraped));
     expect(text).to.match(/^# TYPE dropstream_http_requests_total counter$/m);
     expect(text).to.match(/^dropstream_http_requests_total\{route="\/api\/v1\/files\/upload",method="POST",status="201"\} 1$/m);
     expect(text).to.match(/^dropstream_http_requests_total\{route="\/api\/v1\/stats",method="GET",status="429"\} 1$/m);
@@ -145,11 +138,10 @@ describe('operations: graceful shutdown', () => {
     const t = await startTestServer('pglite');
     const { apiKey } = await t.account();
     const upload = openUpload(t.server.url, apiKey);
-    await until(async () => (await t.tempFiles()).length > 0);
+    expect(await eventually(async () => (await t.tempFiles()).length > 0, (met) => met)).to.equal(true);
     const closing = t.server.close(10);
-    await new Promise((r) => setTimeout(r, 100));
-    const refused = await fetch(t.url('/healthz')).then(() => 'answered', (err: { cause?: { code?: string } }) => err.cause?.code);
-    expect(refused).to.equal('ECONNREFUSED');
+    const knock = () => fetch(t.url('/healthz')).then(() => 'answered', (err: { cause?: { code?: string } }) => err.cause?.code);
+    expect(await eventually(knock, (answer) => answer === 'ECONNREFUSED')).to.equal('ECONNREFUSED');
     upload.finish();
     expect(await upload.response).to.deep.equal({ status: 201 });
     await closing;
@@ -211,7 +203,7 @@ describe('operations: graceful shutdown', () => {
     const t = await startTestServer('pglite');
     const { apiKey } = await t.account();
     const upload = openUpload(t.server.url, apiKey);
-    await until(async () => (await t.tempFiles()).length > 0);
+    expect(await eventually(async () => (await t.tempFiles()).length > 0, (met) => met)).to.equal(true);
     const started = Date.now();
     await t.server.close(0.3);
     expect(Date.now() - started).to.be.below(5000);

@@ -8,19 +8,10 @@ import { call, upload, uploadFile } from '../helpers/client.js';
 import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
 import { BOUNDARY, multipartBody, multipartType } from '../helpers/multipart.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { create, head, uploadUrl } from '../helpers/tus.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(read: () => T, done: (value: T) => boolean, ms = 3000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let value = read();
-  while (!done(value) && Date.now() < deadline) {
-    await sleep(20);
-    value = read();
-  }
-  return value;
-}
 
 describe('request log', () => {
   let t: TestServer;
@@ -37,7 +28,7 @@ describe('request log', () => {
   });
 
   /** The request line of the request that sent this X-Request-Id. */
-  const lineOf = (id: string) => eventually(() => log.requests().find((l) => l.req_id === id), (l) => l !== undefined);
+  const lineOf = (id: string) => eventually(async () => log.requests().find((l) => l.req_id === id), (l) => l !== undefined);
 
   it('when a 48,213-byte file is uploaded, then bytes_in counts the whole request (headers and body), not 0', async () => {
     const body = multipartBody([{ name: 'file', filename: 'report.pdf', content: randomBytes(48_213) }]);
@@ -80,7 +71,7 @@ describe('request log', () => {
     const t2 = await startTestServer('pglite', {}, debug.logger);
     try {
       await call(t2.url('/healthz'), { headers: { 'X-Request-Id': 'probe-debug' } });
-      const line = await eventually(() => debug.requests().find((l) => l.req_id === 'probe-debug'), (l) => l !== undefined);
+      const line = await eventually(async () => debug.requests().find((l) => l.req_id === 'probe-debug'), (l) => l !== undefined);
       expect(line).to.include({ level: 20, route: '/healthz', status: 200 });
     } finally {
       await t2.close();
@@ -175,7 +166,7 @@ describe('request log: no secret on any line, at trace level', () => {
     secrets.push(rotated.api_key);
     await call(`${t.server.adminUrl}/admin/plans`, { key: `${t.server.adminToken}x`, headers: { 'X-Request-Id': 'last-one' } });
     // Lines are written in the order requests close: once the last request's is there, every one is.
-    await eventually(() => log.requests().some((l) => l.req_id === 'last-one'), (found) => found);
+    expect(await eventually(async () => log.requests().some((l) => l.req_id === 'last-one'), (found) => found)).to.equal(true);
 
     const text = log.raw.join('');
     expect(log.requests().length).to.be.at.least(9);

@@ -199,30 +199,86 @@ describe('the sweep deletes expired files', function () {
 if (backends.includes('postgresql')) {
   describe('storage quota across two instances', function () {
     this.timeout(120_000);
-    it('when two instances race 8 uploads into the last 1 MiB of a quota, then the stored total never passes it, and what is left still fits', async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-quota-'));
-      const two = await startTwoInstances({ DATA_DIR: dataDir });
-      try {
-        const MiB = 1024 * 1024;
-        await two.a.plan('quota-race', { ...PLAN, max_total_size: 5 * MiB });
-        const { apiKey, accountId } = await two.a.account('quota-race');
-        expect((await uploadFile(two.a.server.url, apiKey, 'base.bin', randomBytes(4 * MiB))).status).to.equal(201);
-        const size = 300 * 1024;
-        const results = await Promise.all(Array.from({ length: 8 }, (_, i) => uploadFile((i % 2 ? two.b : two.a).server.url, apiKey, `race${i}.bin`, randomBytes(size))));
-        const stored = results.filter((r) => r.status === 201).length;
-        expect(results.filter((r) => r.status !== 201).map((r) => r.body.error.code)).to.deep.equal(Array(8 - stored).fill('storage_quota_exceeded'));
-        // 3 fit in 1 MiB; a refusal only comes when what is stored and reserved leaves no room.
-        expect(stored).to.equal(3);
-        const { total, reserved } = await bytesOf(two.a, accountId);
-        expect(total).to.equal(4 * MiB + stored * size).and.to.be.at.most(5 * MiB);
-        expect(reserved).to.equal(0);
-        const rest = 5 * MiB - total;
-        expect((await uploadFile(two.b.server.url, apiKey, 'rest.bin', randomBytes(rest))).status).to.equal(201);
-        expect((await uploadFile(two.a.server.url, apiKey, 'one-more.bin', 'x')).body.error.code).to.equal('storage_quota_exceeded');
-      } finally {
-        await two.close();
-        await rm(dataDir, { recursive: true, force: true });
-      }
-    });
+    const MiB = 1024 * 1024;
+    const size = 300 * 1024;
+    let s3: TestS3 | undefined;
+    after(() => s3?.close());
+
+    /** Two instances on one PostgreSQL database and one store (a shared DATA_DIR, or one bucket), an account whose 5 MiB quota has 1 MiB left. */
+    async function twoWithQuota(store: 'local' | 's3') {
+      const dataDir = store === 'local' ? await mkdtemp(join(tmpdir(), 'dropstream-quota-')) : undefined;
+      if (store === 's3') s3 ??= await startTestS3();
+      const env: Record<string, string> = dataDir ? { DATA_DIR: dataDir } : { ...s3!.env(s3!.bucket('quota-race')), GC_INTERVAL: '0' };
+      const two = await startTwoInstances(env);
+      await two.a.plan('quota-race', { ...PLAN, max_total_size: 5 * MiB });
+      const { apiKey, accountId } = await two.a.account('quota-race');
+      expect((await uploadFile(two.a.server.url, apiKey, 'base.bin', randomBytes(4 * MiB))).status).to.equal(201);
+      return {
+        ...two,
+        apiKey,
+        accountId,
+        async close() {
+          await two.close();
+          if (dataDir) await rm(dataDir, { recursive: true, force: true });
+        },
+      };
+    }
+
+    /** What is left fits to the byte, through B, and not one byte more, through A. */
+    async function restFits(two: Awaited<ReturnType<typeof twoWithQuota>>) {
+      const { total, reserved } = await bytesOf(two.a, two.accountId);
+      expect(reserved).to.equal(0);
+      const rest = 5 * MiB - total;
+      expect((await uploadFile(two.b.server.url, two.apiKey, 'rest.bin', randomBytes(rest))).status).to.equal(201);
+      expect((await uploadFile(two.a.server.url, two.apiKey, 'one-more.bin', 'x')).body.error.code).to.equal('storage_quota_exceeded');
+    }
+
+    for (const store of ['local', 's3'] as const) {
+      it(`when two instances race 8 plain uploads into the last 1 MiB of a quota (${store} store), then the stored total never passes it, and what is left still fits`, async () => {
+        const two = await twoWithQuota(store);
+        try {
+          const results = await Promise.all(Array.from({ length: 8 }, (_, i) => uploadFile((i % 2 ? two.b : two.a).server.url, two.apiKey, `race${i}.bin`, randomBytes(size))));
+          const stored = results.filter((r) => r.status === 201).length;
+          expect(results.filter((r) => r.status !== 201).map((r) => r.body.error.code)).to.deep.equal(Array(8 - stored).fill('storage_quota_exceeded'));
+          // 3 fit in 1 MiB; a refusal only comes when what is stored and reserved leaves no room.
+          expect(stored).to.equal(3);
+          const { total } = await bytesOf(two.a, two.accountId);
+          expect(total).to.equal(4 * MiB + stored * size).and.to.be.at.most(5 * MiB);
+          await restFits(two);
+        } finally {
+          await two.close();
+        }
+      });
+
+      it(`when two instances race 8 resumable uploads into the last 1 MiB of a quota (${store} store), then stored and reserved bytes never pass it, the refused are cut keeping what they stored, and once those are terminated what is left still fits`, async () => {
+        const two = await twoWithQuota(store);
+        try {
+          const outcomes = await Promise.all(
+            Array.from({ length: 8 }, async (_, i) => {
+              const t = i % 2 ? two.b : two.a;
+              const created = await create(t.server.url, two.apiKey, { length: size, filename: `race${i}.bin` });
+              expect(created.status, created.text).to.equal(201);
+              const url = uploadUrl(t.server.url, created);
+              const res = await patch(url, two.apiKey, 0, randomBytes(size));
+              return { url, status: res.status, code: res.body?.error?.code as string | undefined, offset: Number(res.headers.get('upload-offset')) };
+            }),
+          );
+          const done = outcomes.filter((o) => o.status === 204);
+          const cut = outcomes.filter((o) => o.status !== 204);
+          expect(cut.map((o) => [o.status, o.code])).to.deep.equal(cut.map(() => [403, 'storage_quota_exceeded']));
+          // The 1 MiB room cannot hold 8 uploads of 300 KiB.
+          expect(cut.length).to.be.at.least(5);
+          const { total, reserved } = await bytesOf(two.a, two.accountId);
+          expect(total).to.equal(4 * MiB + done.length * size);
+          // What a cut upload stored stays reserved for it, within the quota.
+          expect(reserved).to.equal(cut.reduce((sum, o) => sum + o.offset, 0));
+          expect(total + reserved).to.be.at.most(5 * MiB);
+          for (const o of cut) expect((await terminate(o.url, two.apiKey)).status).to.equal(204);
+          await restFits(two);
+        } finally {
+          await two.close();
+        }
+      });
+    }
   });
 }

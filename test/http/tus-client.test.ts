@@ -14,11 +14,10 @@ import { backends, createTestDatabase } from '../helpers/databases.js';
 import { startCuttingProxy } from '../helpers/cutting-proxy.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { create, head, patch, streamingPatch, tusServer, uploadUrl } from '../helpers/tus.js';
+import { create, head, leased, patch, streamingPatch, tusServer, uploadUrl } from '../helpers/tus.js';
 
 const MiB = 1024 * 1024;
 const SIZE = 200 * MiB;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function sha256Of(stream: AsyncIterable<Buffer>): Promise<string> {
   const hash = createHash('sha256');
@@ -140,7 +139,7 @@ describe('resumable uploads with tus-js-client', function () {
           const url = uploadUrl(a.server.url, await create(a.server.url, apiKey, { length: data.length }));
           const slow = streamingPatch(url, apiKey, 0, data.length);
           await slow.send(data.subarray(0, 2 * MiB));
-          await sleep(200);
+          await leased(a, url);
           const other = await patch(url.replace(a.server.url, b.server.url), apiKey, 0, data);
           expect(other.status).to.equal(409);
           expect(other.body.error.code).to.equal('upload_offset_mismatch');

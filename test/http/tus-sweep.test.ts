@@ -89,11 +89,12 @@ for (const store of ['local', 's3'] as const) {
       // Past one part, so S3 has a multipart upload open and the local store a temp file.
       expect((await patch(url, apiKey, 0, data.subarray(0, 5 * MiB + 3))).status).to.equal(204);
       const open = await server.leftovers();
-      expect(open).to.have.length(1);
+      // Local: the temp file; S3: the multipart upload and the tail object with the 3 bytes past its part.
+      expect(open).to.have.length(store === 'local' ? 1 : 2);
       const pending = await t.server.db.prisma.pendingObject.findFirstOrThrow({ where: { reason: 'resumable' } });
       // The store-side backstop can only tell the upload by what its record claims.
       if (store === 'local') expect(basename(open[0]!)).to.equal(pending.uploadId);
-      else expect(open[0]).to.equal(pending.storageKey);
+      else expect(open).to.deep.equal([pending.storageKey, `${pending.storageKey}.tail0`]);
       if (store === 'local') {
         // Untouched for two hours (GC_GRACE is one): the temp file's mtime, and the record's.
         const then = new Date(Date.now() - 2 * HOUR);
@@ -114,6 +115,8 @@ for (const store of ['local', 's3'] as const) {
       const { apiKey } = await t.account('tus-two');
       const expired = uploadUrl(t.server.url, await create(t.server.url, apiKey, { length: 7 * MiB }));
       expect((await patch(expired, apiKey, 0, randomBytes(5 * MiB + 3))).status).to.equal(204);
+      // What the sweep must remove: on S3 the multipart upload and its tail object.
+      expect(await server.leftovers()).to.have.length(store === 'local' ? 1 : 2);
       await expireAll(t);
       // A second, live upload: the plan's two slots are now taken.
       const live = uploadUrl(t.server.url, await create(t.server.url, apiKey, { length: 10 }));

@@ -3,6 +3,7 @@ import { request, type ClientRequest } from 'node:http';
 import { expect } from 'chai';
 import { uploadFile } from '../helpers/client.js';
 import { BOUNDARY, multipartType } from '../helpers/multipart.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Starts an upload and leaves it open after `first` bytes of file content; resolves with the response when it comes. */
@@ -28,10 +29,6 @@ function openUpload(t: TestServer, key: string, first: Buffer) {
   };
 }
 
-const until = async (check: () => Promise<boolean>) => {
-  for (let i = 0; i < 100 && !(await check()); i++) await new Promise((r) => setTimeout(r, 20));
-};
-
 describe('upload failures and limits on one instance (pglite)', () => {
   let t: TestServer;
   before(async () => {
@@ -44,7 +41,7 @@ describe('upload failures and limits on one instance (pglite)', () => {
   it('when UPLOAD_CONCURRENCY uploads are in flight, then one more gets 503 server_busy with Retry-After, and a slot frees when one ends', async () => {
     const { apiKey } = await t.account();
     const slow = openUpload(t, apiKey, randomBytes(1000));
-    await until(async () => (await t.tempFiles()).length > 0);
+    expect(await eventually(async () => (await t.tempFiles()).length > 0, (met) => met)).to.equal(true);
     const busy = await uploadFile(t.server.url, apiKey, 'second.txt', 'x');
     expect(busy.status).to.equal(503);
     expect(busy.body.error.code).to.equal('server_busy');
@@ -58,7 +55,7 @@ describe('upload failures and limits on one instance (pglite)', () => {
     const { accountId, apiKey } = await t.account();
     const before = await t.objects();
     const upload = openUpload(t, apiKey, randomBytes(5000));
-    await until(async () => (await t.tempFiles()).length > 0);
+    expect(await eventually(async () => (await t.tempFiles()).length > 0, (met) => met)).to.equal(true);
     // The account vanishes mid-upload, so the insert fails on its foreign key.
     await t.server.db.prisma.account.delete({ where: { id: accountId } });
     upload.finish();
