@@ -6,7 +6,11 @@ import { once } from 'node:events';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { DetailedError, Upload } from 'tus-js-client';
 import { apiUrl } from '../transfer-http.js';
+import { isThrottled, MAX_ATTEMPTS, retryAfterMs } from './throttle.js';
 import { generated, parsed, send, downloadPath, type Target, type Uploaded } from './requests.js';
+
+/** Thrown by onBeforeRequest when the gate would hold the request past the run's end. */
+const GATE_CLOSED = new Error('throttled until after the run ends');
 
 /** tus-js-client keeps what the server has not acknowledged for a retry: one chunk, never the whole file. */
 const CHUNK_SIZE = 8 * 1024 * 1024;
@@ -72,6 +76,8 @@ export async function resumableUpload(target: Target, via: URL, size: number, cu
   const began = performance.now();
   const started = new Map<unknown, number>();
   let reported = 0;
+  /** 429/503 answers in a row: after MAX_ATTEMPTS the upload ends throttled. */
+  let refusals = 0;
   let upload: Upload | undefined;
   const source = generated(size, { sent: () => {} } as never);
   const result = await new Promise<string | undefined>((resolve) => {
@@ -84,17 +90,30 @@ export async function resumableUpload(target: Target, via: URL, size: number, cu
       // Cut connections are the point: retry soon, while the run lasts. Not at
       // once: the server settles a cut PATCH after the cut, and a HEAD before
       // that reads the older offset (then the PATCH meets 409 offset mismatch).
+      // A 429 or 503 is retried too, but only after the Retry-After it named
+      // (the shared gate, waited for in onBeforeRequest) and at most
+      // MAX_ATTEMPTS times in a row.
       retryDelays: Array.from({ length: 100 }, () => 300),
       onShouldRetry: (err) => {
-        const status = (err as DetailedError).originalResponse?.getStatus() ?? 0;
+        const response = (err as DetailedError).originalResponse;
+        const status = response?.getStatus() ?? 0;
         const req = (err as DetailedError).originalRequest;
+        if ((err as DetailedError).causingError === GATE_CLOSED) return false;
         if (status === 0 && req) {
           const t = started.get(req) ?? began;
           recorder.record({ kind: `tus ${req.getMethod()}`, status: 0, ms: performance.now() - t, bytesOut: 0, bytesIn: 0, cut: cutting, aborted: target.signal.aborted });
         }
-        return Date.now() < target.deadline && !target.signal.aborted && (status === 0 || status >= 500 || status === 409 || status === 423 || status === 429);
+        if (isThrottled(status)) {
+          target.gate.hold(retryAfterMs(response?.getHeader('Retry-After')));
+          refusals += 1;
+          if (refusals >= MAX_ATTEMPTS) return false;
+        } else refusals = 0;
+        return Date.now() < target.deadline && !target.signal.aborted && (status === 0 || status >= 500 || status === 409 || status === 423 || isThrottled(status));
       },
-      onBeforeRequest: (req) => {
+      onBeforeRequest: async (req) => {
+        // Rejecting here ends the upload (onShouldRetry sees GATE_CLOSED): the wait would outlast the run.
+        // Not the DELETE that abort(true) sends at the end: it removes what the run left on the server.
+        if (req.getMethod() !== 'DELETE' && !(await target.gate.pass(target.deadline, target.signal))) throw GATE_CLOSED;
         started.set(req, performance.now());
       },
       onAfterResponse: (req, res) => {
@@ -110,6 +129,9 @@ export async function resumableUpload(target: Target, via: URL, size: number, cu
       },
       onError: (err) => {
         const aborted = target.signal.aborted;
+        const status = (err as DetailedError).originalResponse?.getStatus() ?? 0;
+        // Refused, or kept back by the gate: its requests are counted as throttled already; the upload is no error of its own.
+        if (isThrottled(status) || (err as DetailedError).causingError === GATE_CLOSED) return resolve(undefined);
         recorder.record({ kind: 'tus failed', status: (err as DetailedError).originalResponse?.getStatus() ?? 0, ms: performance.now() - began, bytesOut: 0, bytesIn: 0, aborted });
         resolve(undefined);
       },

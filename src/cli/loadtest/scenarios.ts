@@ -51,6 +51,9 @@ async function operation(work: Workload, kind: MixKind, i: number): Promise<void
   else await metadataRequest(work, i);
 }
 
+/** While the run lasts: before the deadline, and not refused until after it (then the rest would only meet the gate). */
+const running = (target: Target) => Date.now() < target.deadline && !target.signal.aborted && target.gate.heldUntil <= target.deadline;
+
 /** Files to download or ask about before the measured part starts: one per worker, at most the count. */
 export async function prepare(work: Workload): Promise<void> {
   const { scenario, concurrency, count, size } = work.options;
@@ -74,7 +77,7 @@ export async function runWorkers(work: Workload): Promise<number> {
   let next = 0;
   const began = Date.now();
   const worker = async () => {
-    while (Date.now() < work.target.deadline && !work.target.signal.aborted) {
+    while (running(work.target)) {
       const i = next++;
       if (i >= count) return;
       if (scenario === 'metadata') {
@@ -95,7 +98,7 @@ export async function runSlowClients(work: Workload, until: AbortSignal): Promis
   const { slowClients, slowRate, size } = work.options;
   const target: Target = { ...work.target, signal: AbortSignal.any([work.target.signal, until]) };
   const client = async (n: number) => {
-    for (let round = 0; !target.signal.aborted && Date.now() < target.deadline; round++) {
+    for (let round = 0; running(target); round++) {
       const file = randomFile(work.files);
       if ((n + round) % 2 === 1 && file) await downloadFile(target, file, undefined, 'slow download', slowRate);
       else {

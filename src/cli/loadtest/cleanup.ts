@@ -1,0 +1,50 @@
+// After the measured window: delete what the run uploaded. Its requests have
+// a recorder of their own, so they are neither counted nor drawn as load
+// (issue 39: 200 cleanup DELETEs were a 120 req/s spike in the last second
+// of the chart). On a throttled account it does not give up after a few
+// refusals: it waits out each Retry-After until everything is gone, up to
+// CLEANUP_LIMIT_MS (or Ctrl-C), and names what it could not delete.
+import { apiUrl } from '../transfer-http.js';
+import { Recorder } from './recorder.js';
+import { send, type Target } from './requests.js';
+import type { Workload } from './scenarios.js';
+import type { Cleanup } from './summary.js';
+import { isThrottled } from './throttle.js';
+
+/** The longest the cleanup waits out refusals: a per-minute limit's window many times over. */
+export const CLEANUP_LIMIT_MS = 10 * 60_000;
+/** Failures other than throttling (no answer, 5xx) a file may meet before it is reported left behind. */
+const FAILURES_PER_FILE = 3;
+
+export async function removeFiles(work: Workload, signal: AbortSignal, say: (line: string) => void): Promise<Cleanup> {
+  const recorder = new Recorder();
+  const { gate } = work.target;
+  const target: Target = { ...work.target, recorder, signal, deadline: Date.now() + CLEANUP_LIMIT_MS };
+  const queue = work.files.map((file) => ({ id: file.id, failures: 0 }));
+  const left: number[] = [];
+  const waitedBefore = gate.waitedMs;
+  let deleted = 0;
+  let announced = 0;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      for (let file = queue.shift(); file; file = queue.shift()) {
+        const wait = gate.heldUntil - Date.now();
+        if (wait > 2000 && gate.heldUntil !== announced) {
+          announced = gate.heldUntil;
+          say(`cleanup: waiting ${Math.ceil(wait / 1000)} s (Retry-After) to delete ${queue.length + 1} more files`);
+        }
+        const answer = await send(target, { kind: 'delete', method: 'DELETE', url: apiUrl(target.server, `/api/v1/files/${file.id}`) });
+        if (answer.status === 200 || answer.status === 404) deleted += 1;
+        else if (!signal.aborted && !answer.notSent && (isThrottled(answer.status) || ++file.failures < FAILURES_PER_FILE)) queue.push(file);
+        else left.push(file.id);
+      }
+    }),
+  );
+  return {
+    deleted,
+    failed: left.length,
+    left: left.sort((a, b) => a - b),
+    statuses: recorder.totals().delete?.statuses ?? {},
+    waitedSeconds: (gate.waitedMs - waitedBefore) / 1000,
+  };
+}
