@@ -70,6 +70,17 @@ describe('dropstream loadtest: what the run says at the end', function () {
     expect(tableRows(printed.stderr).get('total')?.requests).to.equal(String(summary.requests));
   });
 
+  it('when --progress is given (a terminal\'s default), then stderr has the live status line; with --quiet, none', async () => {
+    const { apiKey } = await t.account();
+    const base = ['metadata', '--count', '4', '--rate', '2', '--size', '1000', '--concurrency', '1'];
+    const live = await runLoadtest(t, apiKey, [...base, '--progress']);
+    await removeDir(live.dir);
+    expect(live.stderr).to.match(/\r\u001b\[K[0-9]+ s {2}out [0-9.]+ MiB\/s {2}in [0-9.]+ MiB\/s {2}[0-9]+ requests {2}0 errors {2}0 throttled {2}server RSS [0-9]+ MiB\n/);
+    const quiet = await runLoadtest(t, apiKey, [...base, '--quiet']);
+    await removeDir(quiet.dir);
+    expect(quiet.stderr).to.not.include('\u001b[K');
+  });
+
   it('when the plan\'s per-minute limit refuses the run, then it sends at most the limit plus one refusal per worker, says it measured the limiter, and fails with --max-throttled-rate', async () => {
     // 6 requests a minute, 3 workers, 8 s: the window outlasts the run, so after
     // the 6 the first refusals' Retry-After (about 55 s) ends every worker.

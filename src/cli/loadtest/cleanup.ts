@@ -7,6 +7,7 @@
 import { apiUrl } from '../transfer-http.js';
 import { Recorder } from './recorder.js';
 import { send, type Target } from './requests.js';
+import { uploadedFile } from './resumable.js';
 import type { Workload } from './scenarios.js';
 import type { Cleanup } from './summary.js';
 import { isThrottled } from './throttle.js';
@@ -20,19 +21,33 @@ export async function removeFiles(work: Workload, signal: AbortSignal, say: (lin
   const recorder = new Recorder();
   const { gate } = work.target;
   const target: Target = { ...work.target, recorder, signal, deadline: Date.now() + CLEANUP_LIMIT_MS };
-  const queue = work.files.map((file) => ({ id: file.id, failures: 0 }));
-  const left: number[] = [];
   const waitedBefore = gate.waitedMs;
   let deleted = 0;
   let announced = 0;
+  const announce = (what: string) => {
+    const wait = gate.heldUntil - Date.now();
+    if (wait > 2000 && gate.heldUntil !== announced) {
+      announced = gate.heldUntil;
+      say(`cleanup: waiting ${Math.ceil(wait / 1000)} s (Retry-After) to ${what}`);
+    }
+  };
+  // Finished tus uploads whose file the throttled run never learnt: asked now, deleted below.
+  for (const path of work.tus.finished.splice(0)) {
+    announce('ask which file a finished tus upload became');
+    const file = await uploadedFile(target, path, work.options.size);
+    if (file) work.files.push(file);
+  }
+  // Begun and refused: terminated, so no incomplete upload waits for its expiry on the account.
+  for (const path of work.tus.unfinished.splice(0)) {
+    announce('terminate an unfinished tus upload');
+    await send(target, { kind: 'tus DELETE', method: 'DELETE', url: apiUrl(target.server, path), headers: { 'Tus-Resumable': '1.0.0' } });
+  }
+  const queue = work.files.map((file) => ({ id: file.id, failures: 0 }));
+  const left: number[] = [];
   await Promise.all(
     Array.from({ length: 4 }, async () => {
       for (let file = queue.shift(); file; file = queue.shift()) {
-        const wait = gate.heldUntil - Date.now();
-        if (wait > 2000 && gate.heldUntil !== announced) {
-          announced = gate.heldUntil;
-          say(`cleanup: waiting ${Math.ceil(wait / 1000)} s (Retry-After) to delete ${queue.length + 1} more files`);
-        }
+        announce(`delete ${queue.length + 1} more files`);
         const answer = await send(target, { kind: 'delete', method: 'DELETE', url: apiUrl(target.server, `/api/v1/files/${file.id}`) });
         if (answer.status === 200 || answer.status === 404) deleted += 1;
         else if (!signal.aborted && !answer.notSent && (isThrottled(answer.status) || ++file.failures < FAILURES_PER_FILE)) queue.push(file);
@@ -45,6 +60,7 @@ export async function removeFiles(work: Workload, signal: AbortSignal, say: (lin
     failed: left.length,
     left: left.sort((a, b) => a - b),
     statuses: recorder.totals().delete?.statuses ?? {},
+    tus: { asked: recorder.totals()['tus GET']?.requests ?? 0, terminated: recorder.totals()['tus DELETE']?.statuses['204'] ?? 0 },
     waitedSeconds: (gate.waitedMs - waitedBefore) / 1000,
   };
 }

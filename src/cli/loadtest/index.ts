@@ -13,7 +13,7 @@ import { startCutProxy } from './resumable.js';
 import { prepare, runSlowClients, runWorkers, type Workload } from './scenarios.js';
 import { scrape, startScraping } from './scrape.js';
 import { provision, type Provisioned } from './setup.js';
-import { summarize, summaryText } from './summary.js';
+import { summarize, summaryText, type Cleanup } from './summary.js';
 import { ThrottleGate } from './throttle.js';
 
 export { LOADTEST_USAGE } from './options.js';
@@ -68,7 +68,7 @@ export async function loadtest(args: string[], env: NodeJS.ProcessEnv = process.
   const target: Target = { server: options.server, key: provisioned?.key ?? options.key, recorder, signal: stop.signal, deadline, gate: new ThrottleGate() };
   const stopScraping = options.adminUrl ? startScraping(options.adminUrl, options.adminToken!, (point) => recorder.scraped(point)) : async () => {};
   const proxy = options.scenario !== 'uploads' && options.cutEvery ? await startCutProxy(options.server, options.cutEvery) : undefined;
-  const work: Workload = { options, target, tusVia: proxy?.url ?? options.server, files: [] };
+  const work: Workload = { options, target, tusVia: proxy?.url ?? options.server, files: [], tus: { finished: [], unfinished: [] } };
   const previous = { out: 0, in: 0, at: Date.now() };
   const status = () => progressLine(recorder, previous, recorder.server.at(-1)?.rssBytes);
   const ticker = options.progress ? setInterval(() => out.stderr.write(`\r\u001b[K${status()}`), 1000) : undefined;
@@ -78,7 +78,7 @@ export async function loadtest(args: string[], env: NodeJS.ProcessEnv = process.
   let cuts = 0;
   let measuredMs = 0;
   let waitedMs = 0;
-  let cleanup = { deleted: 0, failed: 0, left: [] as number[], statuses: {}, waitedSeconds: 0 };
+  let cleanup: Cleanup = { deleted: 0, failed: 0, left: [], statuses: {}, waitedSeconds: 0, tus: { asked: 0, terminated: 0 } };
   try {
     await prepare(work);
     const workersDone = new AbortController();

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { apiUrl } from '../transfer-http.js';
 import type { LoadtestOptions, MixKind } from './options.js';
 import { downloadFile, plainUpload, send, type Target, type Uploaded } from './requests.js';
-import { resumableUpload } from './resumable.js';
+import { resumableUpload, type TusLeftovers } from './resumable.js';
 
 export interface Workload {
   options: LoadtestOptions;
@@ -14,6 +14,8 @@ export interface Workload {
   tusVia: URL;
   /** Files this run uploaded (downloads read them; cleanup deletes them). */
   files: Uploaded[];
+  /** tus uploads the throttled run left to the cleanup. */
+  tus: TusLeftovers;
 }
 
 const METADATA = ['/api/v1/files?limit=20', '/api/v1/stats', 'info'] as const;
@@ -45,7 +47,7 @@ async function operation(work: Workload, kind: MixKind, i: number): Promise<void
     const file = await plainUpload(target, options.size);
     if (file) files.push(file);
   } else if (kind === 'resumable') {
-    const file = await resumableUpload(target, work.tusVia, options.size, work.tusVia !== options.server);
+    const file = await resumableUpload(target, work.tusVia, options.size, work.tus, work.tusVia !== options.server);
     if (file) files.push(file);
   } else if (kind === 'downloads') await downloadFile(target, randomFile(files)!, options.range);
   else await metadataRequest(work, i);

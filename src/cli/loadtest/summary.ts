@@ -19,6 +19,8 @@ export interface Cleanup {
   statuses: Record<string, number>;
   /** Spent waiting out Retry-After. */
   waitedSeconds: number;
+  /** tus uploads the throttled run left: finished ones whose file it asked for, unfinished ones it terminated. */
+  tus: { asked: number; terminated: number };
 }
 
 export interface SetupRecord {
@@ -105,7 +107,7 @@ export function summarize(options: LoadtestOptions, recorder: Recorder, facts: R
     errorRate: recorder.requests ? recorder.errors / recorder.requests : 0,
     throttled: recorder.throttled,
     throttledRate: recorder.requests ? recorder.throttled / recorder.requests : 0,
-    /** Summed over the workers: time spent waiting out Retry-After. */
+    /** Wall-clock time the run's requests waited out Retry-After. */
     throttledWaitSeconds: facts.waitedMs / 1000,
     abandoned: recorder.aborted,
     /** Connections the cutting proxy cut (--cut-every): expected, so not errors. */
@@ -165,5 +167,6 @@ function cleanupText(s: Summary): string {
   if (s.parameters.keep) return `kept ${s.kept.length} files (--keep): ${s.kept.join(' ') || 'none'}`;
   const waited = cleanup.waitedSeconds >= 1 ? `, after waiting ${cleanup.waitedSeconds.toFixed(0)} s for Retry-After` : '';
   const left = cleanup.failed ? `; could not delete ${cleanup.failed}: ${cleanup.left.join(' ')}` : '';
-  return `cleanup (not measured): deleted ${cleanup.deleted} of ${s.filesUploaded} files it uploaded${waited}${left}`;
+  const tus = cleanup.tus.terminated ? `, terminated ${cleanup.tus.terminated} unfinished tus uploads` : '';
+  return `cleanup (not measured): deleted ${cleanup.deleted} of ${s.filesUploaded} files it uploaded${tus}${waited}${left}`;
 }

@@ -25,8 +25,10 @@ export function retryAfterMs(value: string | null | undefined): number | undefin
 export class ThrottleGate {
   /** No request is sent before this time (ms since the epoch). */
   private until = 0;
-  /** Time spent waiting at the gate, summed over the workers, for the summary. */
+  /** Wall-clock time requests waited at the gate (several workers waiting at once count once). */
   waitedMs = 0;
+  /** Up to where waitedMs has counted. */
+  private countedUntil = 0;
 
   get heldUntil(): number {
     return this.until;
@@ -45,9 +47,16 @@ export class ThrottleGate {
     const wait = this.until - Date.now();
     if (wait <= 0) return !signal.aborted;
     if (this.until > deadline || signal.aborted) return false;
-    const began = Date.now();
+    const now = Date.now();
+    const until = this.until;
+    this.waitedMs += Math.max(0, until - Math.max(now, this.countedUntil));
+    this.countedUntil = Math.max(this.countedUntil, until);
     const ok = await sleep(wait, true, { signal }).catch(() => false);
-    this.waitedMs += Date.now() - began;
+    // Cut short (Ctrl-C): what was not waited is taken back.
+    if (!ok && Date.now() < until) {
+      this.waitedMs -= until - Date.now();
+      this.countedUntil = Date.now();
+    }
     return ok && !signal.aborted;
   }
 }
