@@ -105,6 +105,16 @@ describe('dropstream loadtest: what the run says at the end', function () {
     expect(summary.thresholds.broken.join()).to.match(/^throttled rate .* > --max-throttled-rate 0.05$/);
   });
 
+  it('when --setup meets a key, no admin access or --keep, then one line says what to change, before any load', async () => {
+    const server = ['--server', t.server.url];
+    const admin = ['--admin-url', t.server.adminUrl, '--admin-token', t.server.adminToken];
+    const refused = async (args: string[]) => (await loadtest(['uploads', ...server, ...args], {}).catch((err: Error) => err)) as Error;
+    expect((await refused(['--setup', '--key', 'k', ...admin])).message).to.equal('--setup runs on an account of its own: leave out --key (and DROPSTREAM_API_KEY)');
+    expect((await refused(['--setup'])).message).to.equal('--setup needs --admin-url and --admin-token (it creates a plan and an account)');
+    expect((await refused([...admin, '--keep'])).message).to.equal("--keep cannot go with --setup: the run's account is removed at the end, with its files");
+    expect((await refused([])).message).to.match(/^no API key: pass --key/);
+  });
+
   it('when admin access is given without a key, then the run has a plan and account of its own, unthrottled, and removes both with its files', async () => {
     const plansBefore = (await t.admin('GET', '/admin/plans')).plans;
     const { code, summary, dir, stderr } = await runLoadtest(t, undefined, ['uploads', '--concurrency', '4', '--count', '12', '--size', '5000', '--duration', '15s']);

@@ -44,24 +44,21 @@ export async function loadtest(args: string[], env: NodeJS.ProcessEnv = process.
     return compare(args.slice(1), out);
   }
   const options = parseLoadtestArgs(args, env);
-  const stop = new AbortController();
-  const onInterrupt = () => stop.abort();
-  process.once('SIGINT', onInterrupt);
   // A wrong admin URL or token is said now, not discovered as an empty chart.
   const firstScrape = options.adminUrl
     ? await scrape(options.adminUrl, options.adminToken!).catch((err) => {
-        process.off('SIGINT', onInterrupt);
         throw new CliError(`cannot scrape /metrics: ${(err as Error).message}`);
       })
     : undefined;
   let provisioned: Provisioned | undefined;
   if (options.setup) {
-    provisioned = await provision(options).catch((err) => {
-      process.off('SIGINT', onInterrupt);
-      throw err;
-    });
+    provisioned = await provision(options);
     out.stderr.write(`dropstream: --setup: plan ${provisioned.record.plan}, account ${provisioned.record.accountId} (removed at the end)\n`);
   }
+  // Ctrl-C ends the load; the cleanup (and --setup's removal) still runs.
+  const stop = new AbortController();
+  const onInterrupt = () => stop.abort();
+  process.once('SIGINT', onInterrupt);
   const recorder = new Recorder();
   if (firstScrape) recorder.scraped(firstScrape);
   const deadline = recorder.started + options.durationMs;
