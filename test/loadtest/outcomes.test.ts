@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { loadtest } from '../../src/cli/loadtest/index.js';
 import { TABLE_COLUMNS } from '../../src/cli/loadtest/summary.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { delta, removeDir, runLoadtest, serverRequests } from './run.js';
+import { delta, removeDir, runLoadtest, serverRequests, setups } from './run.js';
 
 /** The printed table's rows by kind (the totals row is "total"), each as the columns' texts. */
 function tableRows(printed: string): Map<string, Record<string, string>> {
@@ -81,30 +81,6 @@ describe('dropstream loadtest: what the run says at the end', function () {
     expect(quiet.stderr).to.not.include('\u001b[K');
   });
 
-  it('when the plan\'s per-minute limit refuses the run, then it sends at most the limit plus one refusal per worker, says it measured the limiter, and fails with --max-throttled-rate', async () => {
-    // 6 requests a minute, 3 workers, 8 s: the window outlasts the run, so after
-    // the 6 the first refusals' Retry-After (about 55 s) ends every worker.
-    await t.plan('one-a-ten-seconds', { api_access: true, requests_per_minute: 6, requests_per_day: 10_000, max_file_size: 1_000_000, daily_uploads: 1000 });
-    const { apiKey } = await t.account('one-a-ten-seconds');
-    const counted = await serverRequests(t);
-    const began = Date.now();
-    const { code, summary, dir, stdout } = await runLoadtest(t, apiKey, [
-      'mixed', '--concurrency', '3', '--count', '100000', '--size', '4000', '--duration', '8s', '--mix', 'uploads=1,resumable=1,metadata=1', '--keep', '--max-throttled-rate', '0.05',
-    ]);
-    await removeDir(dir);
-    const seen = [...delta(counted, await serverRequests(t)).values()].reduce((sum, n) => sum + n, 0);
-    expect(seen, 'requests the server saw').to.be.at.most(6 + 3);
-    expect(summary.requests).to.be.at.most(6 + 3);
-    expect(summary.throttled).to.be.at.least(1);
-    expect(Date.now() - began, 'the run ended once every worker was refused past its end').to.be.below(8000);
-    expect(summary.throttledRate).to.be.above(0.05);
-    expect(summary.verdict.ok).to.equal(false);
-    expect(summary.verdict.headline).to.match(/^the plan's limits refused [0-9]+% of requests: this run measured the limiter; see --setup/);
-    expect(stdout).to.include(`FAIL: ${summary.verdict.headline}`);
-    expect(code).to.equal(1);
-    expect(summary.thresholds.broken.join()).to.match(/^throttled rate .* > --max-throttled-rate 0.05$/);
-  });
-
   it('when --setup meets a key, no admin access or --keep, then one line says what to change, before any load', async () => {
     const server = ['--server', t.server.url];
     const admin = ['--admin-url', t.server.adminUrl, '--admin-token', t.server.adminToken];
@@ -134,3 +110,39 @@ describe('dropstream loadtest: what the run says at the end', function () {
     expect(gone.status, 'the account is gone').to.equal(404);
   });
 });
+
+// The issue's run was against PostgreSQL + Redis (the limiter in Redis): both setups.
+for (const setup of setups) {
+  describe(`dropstream loadtest on a throttled plan (${setup.name})`, function () {
+    this.timeout(60_000);
+    let server: Awaited<ReturnType<(typeof setups)[number]['start']>>;
+    before(async () => {
+      server = await setup.start();
+    });
+    after(() => server?.close());
+
+    it('when the plan\'s per-minute limit refuses the run, then it sends at most the limit plus one refusal per worker, says it measured the limiter, and fails with --max-throttled-rate', async () => {
+      // 6 requests a minute, 3 workers, 8 s: the window outlasts the run, so after
+      // the 6 the first refusals' Retry-After (about 55 s) ends every worker.
+      await server.t.plan('one-a-ten-seconds', { api_access: true, requests_per_minute: 6, requests_per_day: 10_000, max_file_size: 1_000_000, daily_uploads: 1000 });
+      const { apiKey } = await server.t.account('one-a-ten-seconds');
+      const counted = await serverRequests(server.t);
+      const began = Date.now();
+      const { code, summary, dir, stdout } = await runLoadtest(server.t, apiKey, [
+        'mixed', '--concurrency', '3', '--count', '100000', '--size', '4000', '--duration', '8s', '--mix', 'uploads=1,resumable=1,metadata=1', '--keep', '--max-throttled-rate', '0.05',
+      ]);
+      await removeDir(dir);
+      const seen = [...delta(counted, await serverRequests(server.t)).values()].reduce((sum, n) => sum + n, 0);
+      expect(seen, 'requests the server saw').to.be.at.most(6 + 3);
+      expect(summary.requests).to.be.at.most(6 + 3);
+      expect(summary.throttled).to.be.at.least(1);
+      expect(Date.now() - began, 'the run ended once every worker was refused past its end').to.be.below(8000);
+      expect(summary.throttledRate).to.be.above(0.05);
+      expect(summary.verdict.ok).to.equal(false);
+      expect(summary.verdict.headline).to.match(/^the plan's limits refused [0-9]+% of requests: this run measured the limiter; see --setup/);
+      expect(stdout).to.include(`FAIL: ${summary.verdict.headline}`);
+      expect(code).to.equal(1);
+      expect(summary.thresholds.broken.join()).to.match(/^throttled rate .* > --max-throttled-rate 0.05$/);
+    });
+  });
+}
