@@ -71,14 +71,52 @@ interface Call {
   readRate?: number;
 }
 
+/** How long the answer to a body sent whole is still awaited once the run ends. */
+const SETTLE_MS = 10_000;
+
+/**
+ * The run's signal, except that a request whose body has all been sent is
+ * given SETTLE_MS more for its answer: the server may be storing the file
+ * right then, and one it commits after the client hung up is a file the run
+ * cannot know to delete (seen under load: a slow client's upload left on the
+ * account). A request still sending is given up at once, as before.
+ */
+function settling(run: AbortSignal, sent: () => boolean): { signal: AbortSignal; dispose(): void } {
+  const local = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const onAbort = () => {
+    if (sent()) timer = setTimeout(() => local.abort(run.reason), SETTLE_MS);
+    else local.abort(run.reason);
+  };
+  if (run.aborted) onAbort();
+  else run.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: local.signal,
+    dispose() {
+      clearTimeout(timer);
+      run.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
 async function once(target: Target, call: Call): Promise<Answer> {
+  let bodySent = false;
+  const settle = settling(target.signal, () => bodySent);
+  try {
+    return await exchange(target, call, settle.signal, () => (bodySent = true));
+  } finally {
+    settle.dispose();
+  }
+}
+
+async function exchange(target: Target, call: Call, signal: AbortSignal, onBodySent: () => void): Promise<Answer> {
   const { recorder } = target;
   const framing = call.body?.multipart ? multipartFraming('loadtest.bin') : undefined;
   const length = call.body ? call.body.size + (framing ? framing.head.length + framing.tail.length : 0) : 0;
   const headers: Record<string, string | number> = { Authorization: `Bearer ${target.key}`, ...call.headers };
   if (call.body) headers['Content-Length'] = length;
   if (framing) headers['Content-Type'] = framing.contentType;
-  const req = startRequest(call.url, { method: call.method, headers, signal: target.signal });
+  const req = startRequest(call.url, { method: call.method, headers, signal });
   const answered = responseOf(req);
   if (call.body) {
     const body = generated(call.body.size, recorder, call.body.rate);
@@ -92,7 +130,7 @@ async function once(target: Target, call: Call): Promise<Answer> {
           yield* source;
         };
     // The server may answer early (a refusal) and close: the answer is what counts.
-    pipeline(body, framed, req).catch(() => {});
+    pipeline(body, framed, req).then(onBodySent, () => {});
   } else req.end();
   const res = await answered;
   const status = res.statusCode ?? 0;
