@@ -6,7 +6,7 @@
 // CLEANUP_LIMIT_MS (or Ctrl-C), and names what it could not delete.
 import { apiUrl } from '../transfer-http.js';
 import { Recorder } from './recorder.js';
-import { send, type Target } from './requests.js';
+import { parsed, send, type Target } from './requests.js';
 import { uploadedFile } from './resumable.js';
 import type { Workload } from './scenarios.js';
 import type { Cleanup } from './summary.js';
@@ -55,8 +55,24 @@ export async function removeFiles(work: Workload, signal: AbortSignal, say: (lin
       }
     }),
   );
+  // On --setup's own account, whatever is left is the run's too (an upload the server
+  // finished after the run gave up on it): found by listing, so the account can go.
+  let strays = 0;
+  for (let round = 0; work.options.setup && !signal.aborted && round < 20; round++) {
+    announce('list the account for files the run never learnt of');
+    const ids = (parsed(await send(target, { kind: 'list', method: 'GET', url: apiUrl(target.server, '/api/v1/files?limit=100') }))?.files ?? [])
+      .map((f: { file_id: number }) => f.file_id)
+      .filter((id: number) => !left.includes(id));
+    if (!ids.length) break;
+    for (const id of ids) {
+      const answer = await send(target, { kind: 'delete', method: 'DELETE', url: apiUrl(target.server, `/api/v1/files/${id}`) });
+      if (answer.status === 200 || answer.status === 404) strays += 1;
+      else left.push(id);
+    }
+  }
   return {
     deleted,
+    strays,
     failed: left.length,
     left: left.sort((a, b) => a - b),
     statuses: recorder.totals().delete?.statuses ?? {},

@@ -75,7 +75,7 @@ export async function loadtest(args: string[], env: NodeJS.ProcessEnv = process.
   let cuts = 0;
   let measuredMs = 0;
   let waitedMs = 0;
-  let cleanup: Cleanup = { deleted: 0, failed: 0, left: [], statuses: {}, waitedSeconds: 0, tus: { asked: 0, terminated: 0 } };
+  let cleanup: Cleanup = { deleted: 0, strays: 0, failed: 0, left: [], statuses: {}, waitedSeconds: 0, tus: { asked: 0, terminated: 0 } };
   try {
     await prepare(work);
     const workersDone = new AbortController();

@@ -12,6 +12,8 @@ const mib = (bytes: number) => bytes / 2 ** 20;
 
 export interface Cleanup {
   deleted: number;
+  /** --setup: files found on the run's own account that the run never learnt of, deleted too. */
+  strays: number;
   /** Files it could not delete (the ids are in `left`). */
   failed: number;
   left: number[];
@@ -167,6 +169,7 @@ function cleanupText(s: Summary): string {
   if (s.parameters.keep) return `kept ${s.kept.length} files (--keep): ${s.kept.join(' ') || 'none'}`;
   const waited = cleanup.waitedSeconds >= 1 ? `, after waiting ${cleanup.waitedSeconds.toFixed(0)} s for Retry-After` : '';
   const left = cleanup.failed ? `; could not delete ${cleanup.failed}: ${cleanup.left.join(' ')}` : '';
+  const strays = cleanup.strays ? `, and ${cleanup.strays} more found on its own account` : '';
   const tus = cleanup.tus.terminated ? `, terminated ${cleanup.tus.terminated} unfinished tus uploads` : '';
-  return `cleanup (not measured): deleted ${cleanup.deleted} of ${s.filesUploaded} files it uploaded${tus}${waited}${left}`;
+  return `cleanup (not measured): deleted ${cleanup.deleted} of ${s.filesUploaded} files it uploaded${strays}${tus}${waited}${left}`;
 }
