@@ -107,7 +107,7 @@ export async function resumableUpload(target: Target, via: URL, size: number, le
           target.gate.hold(retryAfterMs(response?.getHeader('Retry-After')));
           refusals += 1;
           if (refusals >= MAX_ATTEMPTS) return false;
-        } else refusals = 0;
+        }
         return Date.now() < target.deadline && !target.signal.aborted && (status === 0 || status >= 500 || status === 409 || status === 423 || isThrottled(status));
       },
       onBeforeRequest: async (req) => {
@@ -117,6 +117,7 @@ export async function resumableUpload(target: Target, via: URL, size: number, le
         started.set(req, performance.now());
       },
       onAfterResponse: (req, res) => {
+        if (!isThrottled(res.getStatus())) refusals = 0;
         const t = started.get(req) ?? began;
         recorder.record({ kind: `tus ${req.getMethod()}`, status: res.getStatus(), ms: performance.now() - t, bytesOut: 0, bytesIn: 0 });
       },
