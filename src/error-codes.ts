@@ -63,6 +63,8 @@ export const ERROR_CODES = {
   upload_busy: { status: 409, meaning: 'Another request is writing to this upload; try again shortly.' },
   upload_complete: { status: 409, meaning: 'The upload is already a file; delete the file instead.' },
   email_taken: { status: 409, meaning: 'Admin API: an account with this email already exists.' },
+  account_not_empty: { status: 409, meaning: 'Admin API: the account still has files or uploads in progress; delete those first.' },
+  plan_in_use: { status: 409, meaning: 'Admin API: accounts are still on the plan; move or delete them first.' },
   link_expired: { status: 410, meaning: 'The download link, or its file, has expired.' },
   link_exhausted: { status: 410, meaning: 'The download link\'s downloads (its byte budget, max_downloads times the size) are used up.' },
   tus_version_unsupported: { status: 412, meaning: 'Tus-Resumable is missing or not 1.0.0.' },

@@ -15,5 +15,8 @@ export const accountErrors = {
   planNotFound: (name: string) => new AppError('plan_not_found', `No plan named ${name}`),
   fileSizeOverStore: (limit: number) =>
     new AppError('invalid_request', `max_file_size: the object store holds at most ${limit} bytes in one file`),
+  accountNotEmpty: (files: number, uploads: number) =>
+    new AppError('account_not_empty', `The account still has ${files} files and ${uploads} uploads in progress`),
+  planInUse: (name: string, accounts: number) => new AppError('plan_in_use', `${accounts} accounts are on the ${name} plan`),
   emailTaken: () => new AppError('email_taken', 'An account with this email already exists'),
 };

@@ -79,4 +79,16 @@ export class PlanService {
     await this.callers?.planChanged(name);
     return toPlan(row);
   }
+
+  /** Deletes a plan no account is on (the accounts' foreign key would refuse it anyway; this says why). */
+  async remove(name: string): Promise<void> {
+    await this.prisma.$transaction(async (tx) => {
+      const plan = await tx.plan.findUnique({ where: { name }, select: { id: true } });
+      if (!plan) throw accountErrors.planNotFound(name);
+      const accounts = await tx.account.count({ where: { planId: plan.id } });
+      if (accounts > 0) throw accountErrors.planInUse(name, accounts);
+      await tx.plan.delete({ where: { id: plan.id } });
+    });
+    await this.callers?.planChanged(name);
+  }
 }

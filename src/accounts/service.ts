@@ -136,6 +136,26 @@ export class AccountService {
     return { accounts, total };
   }
 
+  /**
+   * Deletes an account that holds nothing: no files, no upload in progress
+   * (its pending objects would outlive the account's rows, and its stored
+   * bytes would be nobody's). Its keys stop working at once. For
+   * `dropstream loadtest --setup`, which removes its own account after
+   * deleting its files, and for a website's backend closing an account.
+   */
+  async remove(accountId: number): Promise<void> {
+    await this.prisma.$transaction(async (tx) => {
+      const account = await tx.account.findUnique({ where: { id: accountId }, select: { id: true } });
+      if (!account) throw accountErrors.accountNotFound();
+      const files = await tx.file.count({ where: { accountId } });
+      const uploads = await tx.pendingObject.count({ where: { accountId, reason: { in: ['upload', 'resumable'] } } });
+      if (files > 0 || uploads > 0) throw accountErrors.accountNotEmpty(files, uploads);
+      // Keys, daily counters and finished resumable records go with it (onDelete: Cascade).
+      await tx.account.delete({ where: { id: accountId } });
+    });
+    await this.options.changes?.accountChanged(accountId);
+  }
+
   private async findPlan(name: string) {
     const plan = await this.prisma.plan.findUnique({ where: { name } });
     if (!plan) throw accountErrors.planNotFound(name);

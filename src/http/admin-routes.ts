@@ -147,6 +147,11 @@ export function adminRoutes({ accounts, plans, metrics, sweep }: AdminDeps) {
     };
   });
 
+  router.delete('/admin/plans/:name', async (ctx) => {
+    await plans.remove(parse(planName, ctx.params.name));
+    ctx.body = { success: true };
+  });
+
   router.post('/admin/accounts', async (ctx) => {
     const body = parse(accountBody, ctx.request.body);
     const created = await accounts.create(body);
@@ -159,6 +164,11 @@ export function adminRoutes({ accounts, plans, metrics, sweep }: AdminDeps) {
     const body = parse(changePlanBody, ctx.request.body);
     const changed = await accounts.changePlan(id, body.plan);
     ctx.body = { success: true, account_id: changed.accountId, plan: changed.plan };
+  });
+
+  router.delete('/admin/accounts/:id', async (ctx) => {
+    await accounts.remove(parse(accountId, ctx.params.id));
+    ctx.body = { success: true };
   });
 
   router.post('/admin/accounts/:id/keys', async (ctx) => {

@@ -1,6 +1,8 @@
 // The loadtest's HTML report opened in headless Chromium (Debian's package,
-// driven by playwright-core): every chart draws (coloured series pixels in a
-// screenshot of its area), and the page asks the network for nothing.
+// driven by playwright-core): the verdict on top in red or green, every chart
+// draws (coloured series pixels in a screenshot of its area), one latency
+// chart per request kind, legends without uPlot's hover placeholder "--", and
+// the page asks the network for nothing.
 // Also: the thresholds fail the exit code when broken.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -14,6 +16,9 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { removeDir, runLoadtest } from './run.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** An element's computed background colour, in the page (this project compiles without the DOM's types). */
+const background = (el: unknown) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(el).backgroundColor;
 
 /** Pixels clearly coloured (a series line), not the white, grey or black of background, grid and axes. */
 function colouredPixels(png: Buffer): number {
@@ -43,11 +48,15 @@ describe('dropstream loadtest: report and thresholds', function () {
     await rm(profile, { recursive: true, force: true });
   });
 
-  it('when the HTML report is opened in headless Chromium, then every chart draws its series and the page makes no network request', async function () {
+  it('when the HTML report is opened in headless Chromium, then the verdict is on top in its colour, every chart draws, latency is one chart per kind, no legend shows "--", and the page makes no network request', async function () {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (see .ci/clients.sh)`);
-    const { summary, dir } = await runLoadtest(t, key, ['mixed', '--concurrency', '2', '--count', '12', '--size', `${128 * 1024}`, '--duration', '10s', '--slow-clients', '1', '--slow-rate', `${256 * 1024}`]);
+    const { summary, dir } = await runLoadtest(t, key, ['mixed', '--concurrency', '2', '--count', '40', '--size', `${128 * 1024}`, '--duration', '10s', '--slow-clients', '1', '--slow-rate', `${256 * 1024}`]);
+    // The same kind of run with a threshold it must break: the verdict turns red.
+    const failed = await runLoadtest(t, key, ['metadata', '--count', '3', '--rate', '50', '--size', '1000', '--concurrency', '1', '--max-p99-ms', '0.001']);
     try {
       expect(summary.server.scrapes).to.be.at.least(2);
+      expect(summary.verdict.ok).to.equal(true);
+      expect(failed.summary.verdict.ok).to.equal(false);
       const context = await chromium.launchPersistentContext(profile, {
         executablePath: CHROMIUM,
         headless: true,
@@ -61,19 +70,39 @@ describe('dropstream loadtest: report and thresholds', function () {
       const reportUrl = pathToFileURL(join(dir, 'report.html')).href;
       await page.goto(reportUrl);
       await page.waitForSelector('body[data-rendered="true"]', { timeout: 10_000 });
-      for (const id of ['throughput', 'latency', 'statuses', 'rss', 'inflight']) {
+      const verdict = page.locator('#verdict');
+      expect(await verdict.evaluate(background)).to.equal('rgb(21, 128, 61)');
+      expect(await verdict.innerText()).to.equal(`PASS: ${summary.verdict.headline}`);
+      expect(await page.evaluate('document.body.firstElementChild.id'), 'the verdict comes first').to.equal('verdict');
+      for (const id of ['throughput', 'outcomes', 'statuses', 'rss', 'inflight']) {
         const area = page.locator(`#${id}`);
         expect(await area.locator('canvas').count(), `#${id} has a chart`).to.equal(1);
         const pixels = colouredPixels(await area.locator('canvas').screenshot());
         expect(pixels, `coloured pixels in #${id}`).to.be.above(50);
       }
+      const timed = Object.entries(summary.kinds as Record<string, { requests: number; throttled: number }>).filter(([, k]) => k.requests > k.throttled).map(([kind]) => kind);
+      const charts = page.locator('#latency .latency-chart');
+      expect(await charts.evaluateAll((els) => els.map((el) => (el as unknown as { dataset: { kind: string } }).dataset.kind)), 'one latency chart per kind').to.deep.equal(timed.sort());
+      for (let i = 0; i < timed.length; i++) {
+        expect(await charts.nth(i).locator('canvas').count()).to.equal(1);
+        expect(await charts.nth(i).locator('.u-legend .u-label').allInnerTexts()).to.deep.equal(['p50', 'p99']);
+      }
+      const legends = await page.locator('.u-legend').allInnerTexts();
+      expect(legends.length).to.be.at.least(5 + timed.length);
+      for (const legend of legends) expect(legend, 'a legend').to.not.include('--');
       await page.evaluate('window.scrollTo(0, 0)');
-      await page.screenshot({ path: join(tmpdir(), 'dropstream-loadtest-report.png'), fullPage: false });
-      expect(requests, 'requests the page made').to.deep.equal([reportUrl]);
+      await page.screenshot({ path: join(tmpdir(), 'dropstream-loadtest-report.png'), fullPage: true });
+
+      await page.goto(pathToFileURL(join(failed.dir, 'report.html')).href);
+      await page.waitForSelector('body[data-rendered="true"]', { timeout: 10_000 });
+      expect(await page.locator('#verdict').evaluate(background)).to.equal('rgb(185, 28, 28)');
+      expect(await page.locator('#verdict').innerText()).to.match(/^FAIL: thresholds broken: p99 .* > --max-p99-ms 0.001$/);
+      expect(requests.filter((url) => !url.endsWith('/report.html')), 'requests the page made').to.deep.equal([]);
       await context.close();
       browser = undefined;
     } finally {
       await removeDir(dir);
+      await removeDir(failed.dir);
     }
   });
 

@@ -41,15 +41,20 @@ if (backends.includes('postgresql') && redisUrl) {
   });
 }
 
-/** Runs the loadtest against `t` with `key`; resolves with its exit code and JSON summary. */
-export async function runLoadtest(t: TestServer, key: string, args: string[]): Promise<{ code: number; summary: any; dir: string }> {
+/**
+ * Runs the loadtest against `t` with `key` (none: --setup, the default with
+ * admin access); resolves with its exit code, JSON summary and what it printed.
+ */
+export async function runLoadtest(t: TestServer, key: string | undefined, args: string[]): Promise<{ code: number; summary: any; dir: string; stdout: string; stderr: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'dropstream-loadtest-'));
+  const printed = { stdout: '', stderr: '' };
   const code = await loadtest(
-    [...args, '--server', t.server.url, '--key', key, '--admin-url', t.server.adminUrl, '--admin-token', t.server.adminToken, '--json', join(dir, 'summary.json'), '--report', join(dir, 'report.html')],
+    [...args, '--server', t.server.url, ...(key === undefined ? [] : ['--key', key]), '--admin-url', t.server.adminUrl, '--admin-token', t.server.adminToken, '--json', join(dir, 'summary.json'), '--report', join(dir, 'report.html')],
     {},
+    { stdout: { write: (text: string) => (printed.stdout += text) }, stderr: { write: (text: string) => (printed.stderr += text) } },
   );
   const summary = JSON.parse(await readFile(join(dir, 'summary.json'), 'utf8'));
-  return { code, summary, dir };
+  return { code, summary, dir, ...printed };
 }
 
 export const removeDir = (dir: string) => rm(dir, { recursive: true, force: true });
@@ -70,7 +75,7 @@ const ROUTES: Record<string, string | null> = {
   upload: 'POST /api/v1/files/upload',
   'setup upload': 'POST /api/v1/files/upload',
   'slow upload': 'POST /api/v1/files/upload',
-  delete: 'DELETE /api/v1/files/:id',
+  'cleanup delete': 'DELETE /api/v1/files/:id',
   download: 'GET /download/:token',
   range: 'GET /download/:token',
   'slow download': 'GET /download/:token',
@@ -95,7 +100,9 @@ const LOST = ['none', 'abandoned', 'cut'];
 export function summaryRequests(summary: any): { counts: Map<string, number>; lost: Map<string, number> } {
   const counts = new Map<string, number>();
   const lost = new Map<string, number>();
-  for (const [kind, totals] of Object.entries(summary.kinds as Record<string, { statuses: Record<string, number> }>)) {
+  // The cleanup's DELETEs are not part of the load, but the server counted them.
+  const kinds = { ...summary.kinds, ...(Object.keys(summary.cleanup.statuses).length ? { 'cleanup delete': { statuses: summary.cleanup.statuses } } : {}) };
+  for (const [kind, totals] of Object.entries(kinds as Record<string, { statuses: Record<string, number> }>)) {
     const route = ROUTES[kind];
     if (route === undefined) throw new Error(`the test does not know the request kind ${kind}`);
     if (route === null) continue;

@@ -13,7 +13,10 @@ export type MixKind = 'uploads' | 'resumable' | 'downloads' | 'metadata';
 export interface LoadtestOptions {
   scenario: Scenario;
   server: URL;
+  /** Empty with `setup`: the run's own account's key replaces it. */
   key: string;
+  /** Run on a plan and account of its own, made and removed through the admin API (setup.ts). */
+  setup: boolean;
   adminUrl?: URL;
   adminToken?: string;
   concurrency: number;
@@ -33,19 +36,23 @@ export interface LoadtestOptions {
   slowRate: number;
   mix: Record<MixKind, number>;
   keep: boolean;
+  /** The one-line live status on stderr (default: when stderr is a terminal). */
   progress: boolean;
   json?: string;
   report?: string;
   maxP99Ms?: number;
   maxRssMib?: number;
   maxErrorRate?: number;
+  maxThrottledRate?: number;
 }
 
-export const LOADTEST_USAGE = `  dropstream loadtest <uploads|resumable|downloads|metadata|slow|mixed> --server URL --key KEY
+export const LOADTEST_USAGE = `  dropstream loadtest <uploads|resumable|downloads|metadata|slow|mixed> --server URL (--key KEY | --setup)
       [--admin-url URL --admin-token T] [--concurrency N] [--size S] [--count C] [--duration D]
       [--cut-every BYTES] [--range BYTES] [--rate PER_S] [--slow-clients M] [--slow-rate BYTES_PER_S]
-      [--mix uploads=3,resumable=1,downloads=4,metadata=2] [--keep] [--progress]
-      [--json FILE|-] [--report FILE] [--max-p99-ms MS] [--max-rss-mib MIB] [--max-error-rate FRACTION]`;
+      [--mix uploads=3,resumable=1,downloads=4,metadata=2] [--keep] [--progress|--quiet]
+      [--json FILE|-] [--report FILE] [--max-p99-ms MS] [--max-rss-mib MIB] [--max-error-rate FRACTION]
+      [--max-throttled-rate FRACTION]
+  dropstream loadtest compare A.json B.json [--report DIFF.html]`;
 
 // The size and duration parsers are the CLI's (src/cli/units.ts), so every command spells sizes alike.
 export { parseDuration, parseSize } from '../units.js';
@@ -54,6 +61,13 @@ function positive(name: string, value: string | undefined, fallback: number): nu
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!/^[0-9]+(\.[0-9]+)?$/.test(value) || !(n > 0)) throw new CliError(`--${name} must be a positive number`);
+  return n;
+}
+
+function fraction(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^[0-9.]+$/.test(value) || !(n >= 0 && n <= 1)) throw new CliError(`--${name} must be a fraction between 0 and 1`);
   return n;
 }
 
@@ -77,27 +91,34 @@ export function parseLoadtestArgs(args: string[], env: NodeJS.ProcessEnv): Loadt
     args,
     allowPositionals: true,
     options: Object.fromEntries(
-      ['server', 'key', 'admin-url', 'admin-token', 'concurrency', 'size', 'count', 'duration', 'cut-every', 'range', 'rate', 'slow-clients', 'slow-rate', 'mix', 'json', 'report', 'max-p99-ms', 'max-rss-mib', 'max-error-rate']
+      ['server', 'key', 'admin-url', 'admin-token', 'concurrency', 'size', 'count', 'duration', 'cut-every', 'range', 'rate', 'slow-clients', 'slow-rate', 'mix', 'json', 'report', 'max-p99-ms', 'max-rss-mib', 'max-error-rate', 'max-throttled-rate']
         .map((name) => [name, { type: 'string' as const }])
-        .concat([['keep', { type: 'boolean' as const }], ['progress', { type: 'boolean' as const }]] as never),
+        .concat(['keep', 'progress', 'quiet', 'setup'].map((name) => [name, { type: 'boolean' as const }]) as never),
     ) as Record<string, { type: 'string' } | { type: 'boolean' }>,
   });
-  const v = values as Record<string, string | undefined> & { keep?: boolean; progress?: boolean };
+  const v = values as Record<string, string | undefined> & { keep?: boolean; progress?: boolean; quiet?: boolean; setup?: boolean };
   const scenario = positionals[0] as Scenario;
   if (!SCENARIOS.includes(scenario) || positionals.length > 1) throw new CliError(`usage:\n${LOADTEST_USAGE}`);
   const serverValue = v.server || env.DROPSTREAM_SERVER;
   if (!serverValue) throw new CliError('--server is required (the server to load)');
   const key = v.key || env.DROPSTREAM_API_KEY;
-  if (!key) throw new CliError('no API key: pass --key or set DROPSTREAM_API_KEY');
   const adminToken = v['admin-token'] || env.ADMIN_TOKEN;
   const adminUrl = v['admin-url'] ? httpUrl(v['admin-url'], '--admin-url') : undefined;
   if (adminUrl && !adminToken) throw new CliError('--admin-url needs --admin-token (or ADMIN_TOKEN) to scrape /metrics');
-  const errorRate = v['max-error-rate'] === undefined ? undefined : Number(v['max-error-rate']);
-  if (errorRate !== undefined && !(errorRate >= 0 && errorRate <= 1)) throw new CliError('--max-error-rate must be a fraction between 0 and 1');
+  if (v.setup && key) throw new CliError('--setup runs on an account of its own: leave out --key (and DROPSTREAM_API_KEY)');
+  if (v.setup && !adminUrl) throw new CliError('--setup needs --admin-url and --admin-token (it creates a plan and an account)');
+  // With admin access and no key, a plan and account of the run's own is the default.
+  const setup = !key && adminUrl !== undefined;
+  if (!key && !setup) throw new CliError('no API key: pass --key (or set DROPSTREAM_API_KEY), or --setup with --admin-url and --admin-token');
+  if (setup && v.keep) throw new CliError('--keep cannot go with --setup: the run\'s account is removed at the end, with its files');
+  if (v.quiet && v.progress) throw new CliError('--quiet and --progress contradict each other: pick one');
+  const errorRate = fraction('max-error-rate', v['max-error-rate']);
+  const throttledRate = fraction('max-throttled-rate', v['max-throttled-rate']);
   return {
     scenario,
     server: httpUrl(serverValue, '--server'),
-    key,
+    key: key ?? '',
+    setup,
     adminUrl,
     adminToken,
     concurrency: Math.floor(positive('concurrency', v.concurrency, 4)),
@@ -111,11 +132,12 @@ export function parseLoadtestArgs(args: string[], env: NodeJS.ProcessEnv): Loadt
     slowRate: v['slow-rate'] === undefined ? 16 * 1024 : parseSize('slow-rate', v['slow-rate']),
     mix: parseMix(v.mix),
     keep: v.keep === true,
-    progress: v.progress === true || process.stderr.isTTY === true,
+    progress: v.progress === true || (v.quiet !== true && process.stderr.isTTY === true),
     json: v.json,
     report: v.report,
     maxP99Ms: v['max-p99-ms'] === undefined ? undefined : positive('max-p99-ms', v['max-p99-ms'], 0),
     maxRssMib: v['max-rss-mib'] === undefined ? undefined : positive('max-rss-mib', v['max-rss-mib'], 0),
     maxErrorRate: errorRate,
+    maxThrottledRate: throttledRate,
   };
 }

@@ -1,6 +1,7 @@
 // What a load test saw: every request's kind, status, latency and bytes,
 // folded into one-second buckets for the report's charts, plus the server's
 // own numbers scraped from /metrics.
+import { isThrottled } from './throttle.js';
 
 /** One answered (or failed) request. status 0: no answer (network error, cut). */
 export interface Sample {
@@ -22,6 +23,9 @@ export interface Second {
   /** Latencies of the requests that ended in this second, by kind. */
   latency: Record<string, number[]>;
   statuses: Record<string, number>;
+  requests: number;
+  errors: number;
+  throttled: number;
 }
 
 export interface ServerPoint {
@@ -34,8 +38,11 @@ export interface ServerPoint {
 }
 
 export interface KindTotals {
+  /** Attempts answered or failed (a retry is one more). */
   requests: number;
   errors: number;
+  /** Answered 429 or 503: refused by a limit or the upload cap (throttle.ts), neither success nor error. */
+  throttled: number;
   bytesOut: number;
   bytesIn: number;
   p50: number;
@@ -51,24 +58,25 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-/** An error: no answer, or a 5xx or 4xx other than the 429s the loadtest waits out. */
-export const isError = (s: Sample) => !s.aborted && (s.status === 0 || (s.status >= 400 && s.status !== 429));
+/** An error: no answer, or a 4xx or 5xx other than the throttling answers (429, 503), which are an outcome of their own. */
+export const isError = (s: Sample) => !s.aborted && (s.status === 0 || (s.status >= 400 && !isThrottled(s.status)));
 
 export class Recorder {
   readonly started = Date.now();
   readonly seconds: Second[] = [];
   readonly server: ServerPoint[] = [];
-  private readonly byKind = new Map<string, { latencies: number[]; requests: number; errors: number; bytesOut: number; bytesIn: number; statuses: Record<string, number> }>();
+  private readonly byKind = new Map<string, { latencies: number[]; requests: number; errors: number; throttled: number; bytesOut: number; bytesIn: number; statuses: Record<string, number> }>();
   /** Bytes still moving, counted as they go so throughput is not lumped at each request's end. */
   private liveOut = 0;
   private liveIn = 0;
   requests = 0;
   errors = 0;
+  throttled = 0;
   aborted = 0;
 
   private second(now = Date.now()): Second {
     const t = Math.floor((now - this.started) / 1000);
-    while (this.seconds.length <= t) this.seconds.push({ t: this.seconds.length, bytesOut: 0, bytesIn: 0, latency: {}, statuses: {} });
+    while (this.seconds.length <= t) this.seconds.push({ t: this.seconds.length, bytesOut: 0, bytesIn: 0, latency: {}, statuses: {}, requests: 0, errors: 0, throttled: 0 });
     return this.seconds[t]!;
   }
 
@@ -85,7 +93,7 @@ export class Recorder {
 
   record(sample: Sample): void {
     const second = this.second();
-    const kind = this.byKind.get(sample.kind) ?? { latencies: [], requests: 0, errors: 0, bytesOut: 0, bytesIn: 0, statuses: {} };
+    const kind = this.byKind.get(sample.kind) ?? { latencies: [], requests: 0, errors: 0, throttled: 0, bytesOut: 0, bytesIn: 0, statuses: {} };
     this.byKind.set(sample.kind, kind);
     // Given up by the loadtest, or cut by its own proxy: the server may still
     // have answered (and counted) it; neither is an error of the server.
@@ -97,14 +105,23 @@ export class Recorder {
     }
     this.requests += 1;
     kind.requests += 1;
-    kind.latencies.push(sample.ms);
+    second.requests += 1;
+    // A refusal takes a millisecond or two: counted, but kept out of the
+    // latencies, or a throttled run would show its best percentiles.
+    const throttled = isThrottled(sample.status);
+    if (!throttled) kind.latencies.push(sample.ms);
     kind.bytesOut += sample.bytesOut;
     kind.bytesIn += sample.bytesIn;
     if (isError(sample)) {
       kind.errors += 1;
       this.errors += 1;
+      second.errors += 1;
+    } else if (throttled) {
+      kind.throttled += 1;
+      this.throttled += 1;
+      second.throttled += 1;
     }
-    (second.latency[sample.kind] ??= []).push(sample.ms);
+    if (!throttled) (second.latency[sample.kind] ??= []).push(sample.ms);
     const status = String(sample.status || 'none');
     second.statuses[status] = (second.statuses[status] ?? 0) + 1;
     kind.statuses[status] = (kind.statuses[status] ?? 0) + 1;
@@ -121,6 +138,7 @@ export class Recorder {
       out[name] = {
         requests: kind.requests,
         errors: kind.errors,
+        throttled: kind.throttled,
         bytesOut: kind.bytesOut,
         bytesIn: kind.bytesIn,
         p50: percentile(sorted, 50),
@@ -133,10 +151,10 @@ export class Recorder {
     return out;
   }
 
-  /** p99 over every request the loadtest counted. */
-  overallP99(): number {
+  /** Percentiles over every request the loadtest counted (throttled ones aside). */
+  overall(): { p50: number; p90: number; p99: number; max: number } {
     const all = [...this.byKind.values()].flatMap((k) => k.latencies).sort((a, b) => a - b);
-    return percentile(all, 99);
+    return { p50: percentile(all, 50), p90: percentile(all, 90), p99: percentile(all, 99), max: all.at(-1) ?? 0 };
   }
 
   maxRssBytes(): number | undefined {

@@ -1,6 +1,7 @@
 // The loadtest's requests: bodies generated on the fly (never read from disk,
 // never held whole), optionally sent or read below a rate, timed, and
-// retried after Retry-After on 429 and 503 while the run has time left.
+// retried after Retry-After on 429 and 503 (throttle.ts) a few times while
+// the run has time left.
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -8,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { multipartFraming } from '../transfer.js';
 import { apiUrl, responseOf, startRequest } from '../transfer-http.js';
 import type { Recorder } from './recorder.js';
+import { isThrottled, MAX_ATTEMPTS, retryAfterMs, type ThrottleGate } from './throttle.js';
 
 /** One random block, repeated: random enough that no layer compresses it, cheap to make. */
 const BLOCK = randomBytes(64 * 1024);
@@ -22,6 +24,8 @@ export interface Target {
   signal: AbortSignal;
   /** When Retry-After waits stop being worth it (the run's end). */
   deadline: number;
+  /** Shared by every request of the run: where a Retry-After is waited out. */
+  gate: ThrottleGate;
 }
 
 /** `size` bytes made as they are read, at most `rate` bytes per second when given. */
@@ -52,6 +56,8 @@ export interface Answer {
   text: string;
   bytesIn: number;
   retryAfterMs?: number;
+  /** Never sent: the gate would have held it past the deadline. */
+  notSent?: boolean;
 }
 
 interface Call {
@@ -65,22 +71,52 @@ interface Call {
   readRate?: number;
 }
 
-function retryAfter(value: string | undefined): number | undefined {
-  if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+/** How long the answer to a body sent whole is still awaited once the run ends. */
+const SETTLE_MS = 10_000;
+
+/**
+ * The run's signal, except that a request whose body has all been sent is
+ * given SETTLE_MS more for its answer: the server may be storing the file
+ * right then, and one it commits after the client hung up is a file the run
+ * cannot know to delete (seen under load: a slow client's upload left on the
+ * account). A request still sending is given up at once, as before.
+ */
+function settling(run: AbortSignal, sent: () => boolean): { signal: AbortSignal; dispose(): void } {
+  const local = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const onAbort = () => {
+    if (sent()) timer = setTimeout(() => local.abort(run.reason), SETTLE_MS);
+    else local.abort(run.reason);
+  };
+  if (run.aborted) onAbort();
+  else run.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: local.signal,
+    dispose() {
+      clearTimeout(timer);
+      run.removeEventListener('abort', onAbort);
+    },
+  };
 }
 
 async function once(target: Target, call: Call): Promise<Answer> {
+  let bodySent = false;
+  const settle = settling(target.signal, () => bodySent);
+  try {
+    return await exchange(target, call, settle.signal, () => (bodySent = true));
+  } finally {
+    settle.dispose();
+  }
+}
+
+async function exchange(target: Target, call: Call, signal: AbortSignal, onBodySent: () => void): Promise<Answer> {
   const { recorder } = target;
   const framing = call.body?.multipart ? multipartFraming('loadtest.bin') : undefined;
   const length = call.body ? call.body.size + (framing ? framing.head.length + framing.tail.length : 0) : 0;
   const headers: Record<string, string | number> = { Authorization: `Bearer ${target.key}`, ...call.headers };
   if (call.body) headers['Content-Length'] = length;
   if (framing) headers['Content-Type'] = framing.contentType;
-  const req = startRequest(call.url, { method: call.method, headers, signal: target.signal });
+  const req = startRequest(call.url, { method: call.method, headers, signal });
   const answered = responseOf(req);
   if (call.body) {
     const body = generated(call.body.size, recorder, call.body.rate);
@@ -94,7 +130,7 @@ async function once(target: Target, call: Call): Promise<Answer> {
           yield* source;
         };
     // The server may answer early (a refusal) and close: the answer is what counts.
-    pipeline(body, framed, req).catch(() => {});
+    pipeline(body, framed, req).then(onBodySent, () => {});
   } else req.end();
   const res = await answered;
   const status = res.statusCode ?? 0;
@@ -111,28 +147,35 @@ async function once(target: Target, call: Call): Promise<Answer> {
       if (due > Date.now()) await sleep(due - Date.now(), undefined, { signal: target.signal });
     }
   }
-  return { status, text: Buffer.concat(chunks).toString('utf8'), bytesIn, retryAfterMs: retryAfter(res.headers['retry-after'] as string | undefined) };
+  return { status, text: Buffer.concat(chunks).toString('utf8'), bytesIn, retryAfterMs: retryAfterMs(res.headers['retry-after'] as string | undefined) };
 }
 
-/** Sends a request, records it, and waits out 429/503 with Retry-After while the run lasts; resolves with the last answer (status 0: none). */
+/**
+ * Sends a request and records it. A 429 or 503 holds the shared gate for its
+ * Retry-After and is sent again after it, up to MAX_ATTEMPTS in all, while
+ * the wait ends before the deadline. Resolves with the last answer (status
+ * 0: none; `notSent`: the gate kept it back past the deadline, nothing was
+ * recorded).
+ */
 export async function send(target: Target, call: Call): Promise<Answer> {
-  for (;;) {
+  let answer: Answer = { status: 429, text: '', bytesIn: 0, notSent: true };
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    if (!(await target.gate.pass(target.deadline, target.signal))) return answer;
     const began = performance.now();
-    let answer: Answer;
     try {
       answer = await once(target, call);
-    } catch (err) {
+    } catch {
       const aborted = target.signal.aborted;
       target.recorder.record({ kind: call.kind, status: 0, ms: performance.now() - began, bytesOut: 0, bytesIn: 0, aborted });
-      if (!aborted) void err;
       return { status: 0, text: '', bytesIn: 0 };
     }
-    const bytesOut = call.body?.size ?? 0;
+    // A refused body was cut short by the answer: only an accepted one counts as sent.
+    const bytesOut = answer.status >= 200 && answer.status < 300 ? (call.body?.size ?? 0) : 0;
     target.recorder.record({ kind: call.kind, status: answer.status, ms: performance.now() - began, bytesOut, bytesIn: answer.bytesIn });
-    const wait = answer.retryAfterMs ?? 1000;
-    if ((answer.status !== 429 && answer.status !== 503) || Date.now() + wait > target.deadline || target.signal.aborted) return answer;
-    await sleep(wait, undefined, { signal: target.signal }).catch(() => {});
+    if (!isThrottled(answer.status)) return answer;
+    target.gate.hold(answer.retryAfterMs);
   }
+  return answer;
 }
 
 export const parsed = (answer: Answer): any => {

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { apiUrl } from '../transfer-http.js';
 import type { LoadtestOptions, MixKind } from './options.js';
 import { downloadFile, plainUpload, send, type Target, type Uploaded } from './requests.js';
-import { resumableUpload } from './resumable.js';
+import { resumableUpload, type TusLeftovers } from './resumable.js';
 
 export interface Workload {
   options: LoadtestOptions;
@@ -14,6 +14,8 @@ export interface Workload {
   tusVia: URL;
   /** Files this run uploaded (downloads read them; cleanup deletes them). */
   files: Uploaded[];
+  /** tus uploads the throttled run left to the cleanup. */
+  tus: TusLeftovers;
 }
 
 const METADATA = ['/api/v1/files?limit=20', '/api/v1/stats', 'info'] as const;
@@ -45,11 +47,14 @@ async function operation(work: Workload, kind: MixKind, i: number): Promise<void
     const file = await plainUpload(target, options.size);
     if (file) files.push(file);
   } else if (kind === 'resumable') {
-    const file = await resumableUpload(target, work.tusVia, options.size, work.tusVia !== options.server);
+    const file = await resumableUpload(target, work.tusVia, options.size, work.tus, work.tusVia !== options.server);
     if (file) files.push(file);
   } else if (kind === 'downloads') await downloadFile(target, randomFile(files)!, options.range);
   else await metadataRequest(work, i);
 }
+
+/** While the run lasts: before the deadline, and not refused until after it (then the rest would only meet the gate). */
+const running = (target: Target) => Date.now() < target.deadline && !target.signal.aborted && target.gate.heldUntil <= target.deadline;
 
 /** Files to download or ask about before the measured part starts: one per worker, at most the count. */
 export async function prepare(work: Workload): Promise<void> {
@@ -74,7 +79,7 @@ export async function runWorkers(work: Workload): Promise<number> {
   let next = 0;
   const began = Date.now();
   const worker = async () => {
-    while (Date.now() < work.target.deadline && !work.target.signal.aborted) {
+    while (running(work.target)) {
       const i = next++;
       if (i >= count) return;
       if (scenario === 'metadata') {
@@ -95,7 +100,7 @@ export async function runSlowClients(work: Workload, until: AbortSignal): Promis
   const { slowClients, slowRate, size } = work.options;
   const target: Target = { ...work.target, signal: AbortSignal.any([work.target.signal, until]) };
   const client = async (n: number) => {
-    for (let round = 0; !target.signal.aborted && Date.now() < target.deadline; round++) {
+    for (let round = 0; running(target); round++) {
       const file = randomFile(work.files);
       if ((n + round) % 2 === 1 && file) await downloadFile(target, file, undefined, 'slow download', slowRate);
       else {
