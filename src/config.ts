@@ -70,6 +70,7 @@ const schema = z
     SHUTDOWN_TIMEOUT: integer(0, 3600).default(30),
     HEADERS_TIMEOUT: integer(1, 600).default(20),
     MAX_CONNECTIONS_PER_ADDRESS: integer(0, 1_000_000).default(256),
+    MAX_CONNECTIONS: integer(0, 100_000_000).optional(),
     IDLE_TIMEOUT: integer(1, 3600).default(60),
     GC_GRACE: integer(0, 30 * 86_400).default(3600),
     GC_INTERVAL: integer(0, 86_400).default(600),
@@ -145,6 +146,12 @@ const schema = z
      * X-Forwarded-For's: behind a proxy, every connection is the proxy's.
      */
     maxConnectionsPerAddress: env.MAX_CONNECTIONS_PER_ADDRESS,
+    /**
+     * Connections the public listener holds open at once; at the cap a new
+     * one closes the oldest idle one, or is closed itself. Unset: from the
+     * open-files limit (src/open-files.ts, at start); 0: no cap.
+     */
+    maxConnections: env.MAX_CONNECTIONS,
     /** Seconds a connection may stay silent mid-request; a long upload that keeps sending is never cut. */
     idleTimeout: env.IDLE_TIMEOUT,
     uploadConcurrency: env.UPLOAD_CONCURRENCY,

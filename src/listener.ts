@@ -63,7 +63,8 @@ function trackConnections(server: Server): void {
  * field answerClientError reads; not public API, but stable since Node 0.x).
  */
 const responseOn = (socket: Socket) => (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-const responding = (socket: Socket) => Boolean(responseOn(socket));
+/** Whether a request is in progress on the connection (its response not yet finished). */
+export const responding = (socket: Socket) => Boolean(responseOn(socket));
 
 /**
  * Whether the connection is silent because of us: a request is in progress,
@@ -141,9 +142,18 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   );
 }
 
-export async function listen(server: Server, port: number, host: string): Promise<string> {
+/**
+ * Listens; `onError` then hears the errors a listening server emits, which
+ * are failed accepts. At the descriptor limit libuv accepts and closes the
+ * waiting connections with a descriptor it keeps in reserve, and emits
+ * nothing (seen: 418 of 750 connections closed at once under `ulimit -n
+ * 400`); only when it cannot take that reserve back does it report EMFILE,
+ * and an 'error' event with no listener would end the process (issue 38).
+ */
+export async function listen(server: Server, port: number, host: string, onError: (err: Error) => void = () => {}): Promise<string> {
   server.listen(port, host);
   await once(server, 'listening');
+  server.on('error', onError);
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return `http://${shownHost}:${address.port}`;

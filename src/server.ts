@@ -29,7 +29,8 @@ import { AccountSlots } from './files/account-slots.js';
 import { FailureLimits } from './limits/failure-limits.js';
 import { connectRedis, redisReady, subscribeRedis } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
-import { capConnectionsPerAddress, createListener, drain, listen, type Drained } from './listener.js';
+import { limitConnections } from './connection-cap.js';
+import { createListener, drain, listen, type Drained } from './listener.js';
 import { Metrics } from './metrics.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
 import { openStore } from './storage/open.js';
@@ -286,6 +287,16 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
   return { app, adminApp };
 }
 
+/** A failed accept (EMFILE) logged at most once a second: a listener at the descriptor limit fails every connection. */
+function acceptErrorLog(logger: Logger): (err: Error) => void {
+  let last = 0;
+  return (err) => {
+    if (Date.now() - last < 1000) return;
+    last = Date.now();
+    logger.error({ err }, 'accepting a connection failed');
+  };
+}
+
 export async function startServer(
   config: Config,
   logger = createLogger(config.logLevel, config.logFormat),
@@ -307,7 +318,7 @@ export async function startServer(
 
     const timeouts = { headersSeconds: config.headersTimeout, idleSeconds: config.idleTimeout };
     const server = createListener(app.callback(), timeouts);
-    capConnectionsPerAddress(server, config.maxConnectionsPerAddress, () => tools.metrics.connectionsRefused.inc());
+    limitConnections(server, config, logger, tools.metrics);
     if (config.trustProxy && config.maxConnectionsPerAddress > 0) {
       logger.info(
         { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
@@ -334,9 +345,10 @@ export async function startServer(
       const sweepTimer = setInterval(() => services.sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed')), config.gcInterval * 1000).unref();
       closers.add('sweep timer', () => clearInterval(sweepTimer));
     }
-    const url = await listen(server, config.port, config.host);
+    const acceptFailed = acceptErrorLog(logger);
+    const url = await listen(server, config.port, config.host, acceptFailed);
     listening.push(server);
-    const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
+    const adminUrl = await listen(adminServer, config.adminPort, config.adminHost, acceptFailed);
     listening.push(adminServer);
     logger.info({ url, adminUrl, database: infra.db.kind, store: config.store, publicUrl: config.publicUrl }, 'dropstream listening');
     // Memory back after load (src/idle-collect.ts); the admin listener's scrapes do not count as load.
