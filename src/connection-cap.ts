@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { clientKey } from './client-key.js';
 import { capConnectionsPerAddress, responding } from './listener.js';
 import type { Metrics } from './metrics.js';
 import { defaultMaxConnections, openFilesLimit } from './open-files.js';
@@ -10,6 +11,8 @@ export interface ConnectionLimits {
   maxConnections?: number;
   /** MAX_CONNECTIONS_PER_ADDRESS; 0, no cap. */
   maxConnectionsPerAddress: number;
+  /** CLIENT_IPV6_PREFIX: the per-address cap counts an IPv6 network of this many bits as one address. */
+  clientIpv6Prefix: number;
 }
 
 /**
@@ -34,7 +37,7 @@ export function limitConnections(server: Server, limits: ConnectionLimits, logge
     onEased: (shed) => logger.info({ maxConnections: max, ...shed }, 'connections back under MAX_CONNECTIONS'),
     onCount: (open) => metrics.connectionsOpen.set(open),
   });
-  capConnectionsPerAddress(server, limits.maxConnectionsPerAddress, () => metrics.connectionsRefused.inc());
+  capConnectionsPerAddress(server, limits.maxConnectionsPerAddress, () => metrics.connectionsRefused.inc(), (address) => clientKey(address, limits.clientIpv6Prefix));
   return max;
 }
 
@@ -108,4 +111,14 @@ export function capConnections(server: Server, max: number, events: ConnectionCa
 function oldestIdle(open: Set<Socket>): Socket | undefined {
   for (const socket of open) if (!responding(socket)) return socket;
   return undefined;
+}
+
+/** A failed accept (EMFILE) logged at most once a second: a listener at the descriptor limit fails every connection. */
+export function acceptErrorLog(logger: Logger): (err: Error) => void {
+  let last = 0;
+  return (err) => {
+    if (Date.now() - last < 1000) return;
+    last = Date.now();
+    logger.error({ err }, 'accepting a connection failed');
+  };
 }

@@ -87,12 +87,13 @@ function waitingOnServer(socket: Socket): boolean {
  * Node's HTTP handling of the connection, so a refused one costs nothing more.
  * `max` 0: no cap.
  */
-export function capConnectionsPerAddress(server: Server, max: number, onRefused: () => void): void {
+export function capConnectionsPerAddress(server: Server, max: number, onRefused: () => void, keyOf: (address: string) => string = (a) => a): void {
   if (max <= 0) return;
   const open = new Map<string, number>();
   server.prependListener('connection', (socket: Socket) => {
-    const address = socket.remoteAddress;
-    if (address === undefined) return; // already gone
+    if (socket.remoteAddress === undefined) return; // already gone
+    // The client the address counts as (an IPv6 /64: src/client-key.ts).
+    const address = keyOf(socket.remoteAddress);
     const count = open.get(address) ?? 0;
     if (count >= max) {
       onRefused();

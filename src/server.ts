@@ -29,13 +29,14 @@ import { AccountSlots } from './files/account-slots.js';
 import { FailureLimits } from './limits/failure-limits.js';
 import { connectRedis, redisReady, subscribeRedis } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
-import { limitConnections } from './connection-cap.js';
+import { acceptErrorLog, limitConnections } from './connection-cap.js';
 import { createListener, drain, listen, type Drained } from './listener.js';
 import { Metrics } from './metrics.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
 import { openStore } from './storage/open.js';
 import { StoreHealth } from './storage/store-health.js';
 import { HEALTH_PATHS } from './http/health-routes.js';
+import { untrustedForwardLog } from './http/client-address.js';
 import type { StoreCallObserver } from './storage/store-deadlines.js';
 import { growYoungGenerationWithLoad } from './young-generation.js';
 
@@ -261,7 +262,10 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     logger,
     publicUrl: config.publicUrl,
     trustProxy: config.trustProxy,
+    trustedProxies: config.trustedProxies,
     trustedProxyHops: config.trustedProxyHops,
+    clientIpv6Prefix: config.clientIpv6Prefix,
+    onUntrustedForward: untrustedForwardLog(logger),
     corsOrigins: config.corsOrigins,
     // While draining, load balancers must stop sending traffic here.
     readiness: async () => (state.draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, tools.storeHealth, redis)),
@@ -283,18 +287,9 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     adminFailures: failures('admin', config.authFailureLimit),
     metrics: tools.metrics,
     sweep: sweepAndRecount,
+    clientIpv6Prefix: config.clientIpv6Prefix,
   });
   return { app, adminApp };
-}
-
-/** A failed accept (EMFILE) logged at most once a second: a listener at the descriptor limit fails every connection. */
-function acceptErrorLog(logger: Logger): (err: Error) => void {
-  let last = 0;
-  return (err) => {
-    if (Date.now() - last < 1000) return;
-    last = Date.now();
-    logger.error({ err }, 'accepting a connection failed');
-  };
 }
 
 export async function startServer(
@@ -319,6 +314,9 @@ export async function startServer(
     const timeouts = { headersSeconds: config.headersTimeout, idleSeconds: config.idleTimeout };
     const server = createListener(app.callback(), timeouts);
     limitConnections(server, config, logger, tools.metrics);
+    if (config.trustProxy && !config.trustedProxies) {
+      logger.warn("TRUST_PROXY=true believes X-Forwarded-For from every peer: a client that reaches the app directly can name any address and evade every per-client limit; set TRUST_PROXY to the proxies' addresses or CIDR ranges instead");
+    }
     if (config.trustProxy && config.maxConnectionsPerAddress > 0) {
       logger.info(
         { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
