@@ -190,7 +190,7 @@ const schema = z
     trustProxy: env.TRUST_PROXY !== false,
     /** TRUST_PROXY as a list: the proxies' addresses and CIDR ranges, whose X-Forwarded-For alone is believed. Absent: every peer's (TRUST_PROXY=true) or none. */
     trustedProxies: Array.isArray(env.TRUST_PROXY) ? env.TRUST_PROXY : undefined,
-    /** Bits of an IPv6 address that name one client in every per-client limit (src/http/client-address.ts). */
+    /** Bits of an IPv6 address that name one client in every per-client limit (src/client-key.ts). */
     clientIpv6Prefix: env.CLIENT_IPV6_PREFIX,
     /**
      * Proxies of ours in front (each appends the address it saw to
