@@ -13,6 +13,7 @@ import type { AccountSlots } from './files/account-slots.js';
 import type { BodyRateOptions } from './http/body-rate.js';
 import type { Readiness } from './http/readiness.js';
 import { adminRoutes, requireAdminToken } from './http/admin-routes.js';
+import { clientAddress } from './http/client-address.js';
 import { apiRoutes } from './http/api-routes.js';
 import { downloadRoutes } from './http/download-route.js';
 import { docsRoutes } from './http/docs-routes.js';
@@ -47,8 +48,14 @@ export interface AppDeps {
   logger: Logger;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
-  /** Client addresses from X-Forwarded-For. */
+  /** Client addresses from X-Forwarded-For: from every peer, or only from trustedProxies' when they are given. */
   trustProxy?: boolean;
+  /** The proxies (addresses, CIDR ranges) whose X-Forwarded-For is believed, when TRUST_PROXY lists them. */
+  trustedProxies?: readonly string[];
+  /** Told when a request with X-Forwarded-For came from a peer outside trustedProxies. */
+  onUntrustedForward?: (peer: string) => void;
+  /** CLIENT_IPV6_PREFIX (default 64): an IPv6 client is its network of that many bits. */
+  clientIpv6Prefix?: number;
   /** How many X-Forwarded-For entries, from the right, our proxies wrote (default 1): the leftmost of them is the client. */
   trustedProxyHops?: number;
   /** Origins allowed by CORS: none by default, `*` for any. */
@@ -63,14 +70,19 @@ export type { Readiness } from './http/readiness.js';
 /** The public listener: the versioned API and download links. Does not listen. */
 export function createApp(deps: AppDeps): Koa {
   const { accounts, files, uploadGate, requestLimits, authFailures, tokenFailures, metrics, logger, publicUrl } = deps;
-  // Koa takes the leftmost X-Forwarded-For entry, which the client wrote
-  // itself; maxIpsCount keeps only the entries our proxies appended.
-  const app = new Koa({ proxy: deps.trustProxy ?? false, maxIpsCount: deps.trustedProxyHops ?? 1 });
+  // Koa's own proxy setting stays off: clientAddress alone reads X-Forwarded-For.
+  const app = new Koa();
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
   const api = apiRoutes({ accounts, files, uploadGate, accountSlots: deps.accountSlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable });
   const downloads = downloadRoutes({ files, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
+  app.use(clientAddress({
+    trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',
+    hops: deps.trustedProxyHops ?? 1,
+    ipv6Prefix: deps.clientIpv6Prefix ?? 64,
+    onUntrustedForward: deps.onUntrustedForward,
+  }));
   app.use(requestLog(logger, metrics, { quietRoutes: HEALTH_PATHS }));
   app.use(errorResponses(logger, metrics));
   app.use(singleHeaders());
@@ -109,13 +121,17 @@ export interface AdminAppDeps {
   metrics: Metrics;
   /** One sweep of pending objects and a recount of the file counters (for `dropstream gc`). */
   sweep: (graceSeconds?: number) => Promise<GcResult>;
+  /** CLIENT_IPV6_PREFIX (default 64), for the wrong-token limit per client. */
+  clientIpv6Prefix?: number;
 }
 
 /** The admin listener: provisioning of accounts, keys and plans. Does not listen. */
-export function createAdminApp({ accounts, plans, logger, adminToken, adminFailures, metrics, sweep }: AdminAppDeps): Koa {
+export function createAdminApp({ accounts, plans, logger, adminToken, adminFailures, metrics, sweep, clientIpv6Prefix = 64 }: AdminAppDeps): Koa {
   const app = new Koa();
   app.on('error', lateErrors(logger));
   const admin = adminRoutes({ accounts, plans, metrics, sweep });
+  // No proxy stands in front of the admin listener: its peers are its clients.
+  app.use(clientAddress({ trust: 'none', hops: 1, ipv6Prefix: clientIpv6Prefix }));
   app.use(requestLog(logger));
   app.use(errorResponses(logger));
   app.use(singleHeaders());

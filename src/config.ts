@@ -2,6 +2,7 @@
 // and a bad value stops the process with a message naming the variable.
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { isProxyRange } from './client-key.js';
 
 // Digits only: z.coerce.number() would read ' ' as 0 (a random port) and
 // accept '0x10' or '1e3'.
@@ -90,7 +91,17 @@ const schema = z
     DOWNLOAD_RATE_WINDOW: integer(1, 3600).default(30),
     REDIS_URL: urlSetting(['redis', 'rediss'], 'redis://127.0.0.1:6379', false).optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/, 'letters, digits, : _ - (at most 64)').default('dropstream'),
-    TRUST_PROXY: flag.default(false),
+    TRUST_PROXY: z
+      .string()
+      .transform((value, ctx) => {
+        if (['true', '1'].includes(value)) return true as const;
+        if (['false', '0'].includes(value)) return false as const;
+        const ranges = value.split(',').map((range) => range.trim());
+        if (ranges.every(isProxyRange)) return ranges;
+        ctx.addIssue({ code: 'custom', message: 'must be true, false, or a comma-separated list of the proxies\' addresses or CIDR ranges (e.g. 10.0.0.5,10.1.0.0/16)' });
+        return z.NEVER;
+      })
+      .default(false),
     TRUSTED_PROXY_HOPS: integer(1, 10).default(1),
     CORS_ORIGINS: z
       .string()
@@ -100,6 +111,8 @@ const schema = z
     SHUTDOWN_TIMEOUT: integer(0, 3600).default(30),
     HEADERS_TIMEOUT: integer(1, 600).default(20),
     MAX_CONNECTIONS_PER_ADDRESS: integer(0, 1_000_000).default(256),
+    MAX_CONNECTIONS: integer(0, 100_000_000).optional(),
+    CLIENT_IPV6_PREFIX: integer(1, 128).default(64),
     IDLE_TIMEOUT: integer(1, 3600).default(60),
     GC_GRACE: integer(0, 30 * 86_400).default(3600),
     GC_INTERVAL: integer(0, 86_400).default(600),
@@ -181,6 +194,12 @@ const schema = z
      * X-Forwarded-For's: behind a proxy, every connection is the proxy's.
      */
     maxConnectionsPerAddress: env.MAX_CONNECTIONS_PER_ADDRESS,
+    /**
+     * Connections the public listener holds open at once; at the cap a new
+     * one closes the oldest idle one, or is closed itself. Unset: from the
+     * open-files limit (src/open-files.ts, at start); 0: no cap.
+     */
+    maxConnections: env.MAX_CONNECTIONS,
     /** Seconds a connection may stay silent mid-request; a long upload that keeps sending is never cut. */
     idleTimeout: env.IDLE_TIMEOUT,
     uploadConcurrency: env.UPLOAD_CONCURRENCY,
@@ -203,8 +222,12 @@ const schema = z
     redisUrl: env.REDIS_URL,
     /** Prefix of every Redis key, so deployments can share one Redis. */
     redisKeyPrefix: env.REDIS_KEY_PREFIX,
-    /** Take the client address from X-Forwarded-For (behind a reverse proxy). */
-    trustProxy: env.TRUST_PROXY,
+    /** Take the client address from X-Forwarded-For (behind a reverse proxy): from every peer, or only from trustedProxies. */
+    trustProxy: env.TRUST_PROXY !== false,
+    /** TRUST_PROXY as a list: the proxies' addresses and CIDR ranges, whose X-Forwarded-For alone is believed. Absent: every peer's (TRUST_PROXY=true) or none. */
+    trustedProxies: Array.isArray(env.TRUST_PROXY) ? env.TRUST_PROXY : undefined,
+    /** Bits of an IPv6 address that name one client in every per-client limit (src/client-key.ts). */
+    clientIpv6Prefix: env.CLIENT_IPV6_PREFIX,
     /**
      * Proxies of ours in front (each appends the address it saw to
      * X-Forwarded-For): the client is the entry that many from the right.

@@ -30,6 +30,20 @@ function held(): number {
   return heap.total_heap_size + heap.external_memory;
 }
 
+/**
+ * The process's resident memory, or undefined when it cannot be read: libuv
+ * opens /proc/self/stat to read it, and with every descriptor taken that
+ * throws EMFILE. Uncaught in this timer, it ended the server (issue 38: 750
+ * idle connections under `ulimit -n 400`).
+ */
+function residentSet(): number | undefined {
+  try {
+    return process.memoryUsage.rss();
+  } catch {
+    return undefined;
+  }
+}
+
 export interface IdleCollectOptions {
   /** A period without a new request after which the collection runs. */
   quietMs: number;
@@ -62,18 +76,19 @@ export interface IdleCollectOptions {
 export function collectWhenIdle(servers: Server[], options: IdleCollectOptions): () => void {
   const gc = findCollector();
   const requests = countRequests(servers, options.ignorePaths);
-  const rss = process.memoryUsage.rss;
   let seen = 0;
   // The first quiet period collects when settling the start: nothing counts as grown past -Infinity.
   let baseline = options.settleStart ? -Infinity : held();
-  let rssBaseline = options.settleStart ? -Infinity : rss();
+  let rssBaseline = options.settleStart ? -Infinity : (residentSet() ?? -Infinity);
   const timer = setInterval(() => {
     if (requests.total !== seen) {
       seen = requests.total;
       return;
     }
     const before = held();
-    const rssBefore = rss();
+    const rssBefore = residentSet();
+    // Unreadable at the descriptor limit: look again at the next quiet period.
+    if (rssBefore === undefined) return;
     if (before - baseline < options.minGrowthBytes && rssBefore - rssBaseline < options.minGrowthBytes) {
       // Growth counts from the least the process rested at: memory given
       // back after the baseline was taken, by V8 itself or by connections
@@ -89,7 +104,7 @@ export function collectWhenIdle(servers: Server[], options: IdleCollectOptions):
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     mallocTrim()?.();
     baseline = held();
-    rssBaseline = rss();
+    rssBaseline = residentSet() ?? rssBefore;
     const freed = (from: number, to: number) => Math.round((from - to) / 1048576);
     options.onCollect?.({ freed_mib: freed(before, baseline), rss_freed_mib: freed(rssBefore, rssBaseline), took_ms: Math.round(performance.now() - started) });
   }, options.quietMs).unref();

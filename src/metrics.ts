@@ -104,6 +104,19 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly connectionsShed = new Counter({
+    name: 'dropstream_connections_shed_total',
+    help: 'Connections to the public listener closed to stay within MAX_CONNECTIONS, by reason (idle_closed: the oldest idle one made room for a new one; new_refused: none was idle, the new one was closed)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly connectionsOpen = new Gauge({
+    name: 'dropstream_connections_open',
+    help: 'Connections open on the public listener, which MAX_CONNECTIONS caps',
+    registers: [this.registry],
+  });
+
   constructor(uploadsInFlight: () => number) {
     new Gauge({
       name: 'dropstream_uploads_in_flight',

@@ -29,12 +29,14 @@ import { AccountSlots } from './files/account-slots.js';
 import { FailureLimits } from './limits/failure-limits.js';
 import { connectRedis, rateLimitsAtStart, redisReady, subscribeRedis } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
-import { capConnectionsPerAddress, createListener, drain, listen, type Drained } from './listener.js';
+import { acceptErrorLog, limitConnections } from './connection-cap.js';
+import { createListener, drain, listen, type Drained } from './listener.js';
 import { Metrics } from './metrics.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
 import { openStore } from './storage/open.js';
 import { StoreHealth } from './storage/store-health.js';
 import { HEALTH_PATHS } from './http/health-routes.js';
+import { untrustedForwardLog } from './http/client-address.js';
 import type { StoreCallObserver } from './storage/store-deadlines.js';
 import { growYoungGenerationWithLoad } from './young-generation.js';
 
@@ -263,7 +265,10 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     logger,
     publicUrl: config.publicUrl,
     trustProxy: config.trustProxy,
+    trustedProxies: config.trustedProxies,
     trustedProxyHops: config.trustedProxyHops,
+    clientIpv6Prefix: config.clientIpv6Prefix,
+    onUntrustedForward: untrustedForwardLog(logger),
     corsOrigins: config.corsOrigins,
     // While draining, load balancers must stop sending traffic here.
     readiness: async () => (state.draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, tools.storeHealth, redis)),
@@ -285,6 +290,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     adminFailures: failures('admin', config.authFailureLimit),
     metrics: tools.metrics,
     sweep: sweepAndRecount,
+    clientIpv6Prefix: config.clientIpv6Prefix,
   });
   return { app, adminApp };
 }
@@ -310,7 +316,10 @@ export async function startServer(
 
     const timeouts = { headersSeconds: config.headersTimeout, idleSeconds: config.idleTimeout };
     const server = createListener(app.callback(), timeouts);
-    capConnectionsPerAddress(server, config.maxConnectionsPerAddress, () => tools.metrics.connectionsRefused.inc());
+    limitConnections(server, config, logger, tools.metrics);
+    if (config.trustProxy && !config.trustedProxies) {
+      logger.warn("TRUST_PROXY=true believes X-Forwarded-For from every peer: a client that reaches the app directly can name any address and evade every per-client limit; set TRUST_PROXY to the proxies' addresses or CIDR ranges instead");
+    }
     if (config.trustProxy && config.maxConnectionsPerAddress > 0) {
       logger.info(
         { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
@@ -337,9 +346,10 @@ export async function startServer(
       const sweepTimer = setInterval(() => services.sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed')), config.gcInterval * 1000).unref();
       closers.add('sweep timer', () => clearInterval(sweepTimer));
     }
-    const url = await listen(server, config.port, config.host);
+    const acceptFailed = acceptErrorLog(logger);
+    const url = await listen(server, config.port, config.host, acceptFailed);
     listening.push(server);
-    const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
+    const adminUrl = await listen(adminServer, config.adminPort, config.adminHost, acceptFailed);
     listening.push(adminServer);
     logger.info(
       { url, adminUrl, database: infra.db.kind, store: config.store, publicUrl: config.publicUrl, rateLimits: await rateLimitsAtStart(config.redisUrl, infra.redis) },

@@ -6,12 +6,24 @@ const MAX_BYTES = 255;
 // Bidi_Control too: with U+202E, "invoice\u202Egpj.exe" shows as
 // "invoiceexe.jpg" (U+061C, the Arabic letter mark, is one as well). And
 // every Default_Ignorable_Code_Point (zero-width spaces and joiners, word
-// joiner, U+FEFF, tag characters, variation selectors...): invisible, so two
-// names that look the same would differ (issue 27). Unicode properties
-// rather than a hand list, so no member of either class is forgotten.
-const CONTROL = /[\p{Cc}\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u;
-/** Nothing but whitespace (NBSP included: \s covers Unicode's White_Space): a name nobody can see. */
-const BLANK = /^\s*$/u;
+// joiner, U+FEFF, tag characters, variation selectors, the Hangul fillers
+// U+115F, U+1160, U+3164, U+FFA0...): invisible, so two names that look the
+// same would differ (issue 27). Then the rest of Cf, the format characters
+// (the interlinear annotation marks U+FFF9-FFFB hide text between them;
+// issue 38), and the line and paragraph separators U+2028/U+2029 (Zl, Zp),
+// which break a name over lines in a listing or a log. Unicode properties
+// rather than a hand list, so no member of a class is forgotten.
+const CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u;
+/**
+ * Characters drawn as nothing that no property above names: U+2800, the
+ * Braille pattern blank (a symbol, So), is the one fonts render as an empty
+ * cell, and it was accepted as a name of its own (issue 38).
+ */
+const BLANK_LOOKING = /\u2800/u;
+/** Nothing but whitespace (NBSP included: \s covers Unicode's White_Space) and combining marks: a name nobody can see. */
+const BLANK = /^[\s\p{M}]*$/u;
+/** A combining mark first has no base character of its own: it draws on whatever is shown before the name. */
+const LEADING_MARK = /^\p{M}/u;
 
 /**
  * The name a file is listed and downloaded under: the last path segment of
@@ -25,7 +37,9 @@ export function cleanFilename(raw: string): string {
   // differently on the two database backends.
   const name = (raw.split(/[/\\]/).pop() ?? '').normalize('NFC').replace(/^\uFEFF+/, '');
   if (CONTROL.test(name)) throw fileErrors.invalidFilename('control or invisible characters are not allowed');
+  if (BLANK_LOOKING.test(name)) throw fileErrors.invalidFilename('blank-looking characters are not allowed');
   if (BLANK.test(name) || name === '.' || name === '..') throw fileErrors.invalidFilename('the name is empty');
+  if (LEADING_MARK.test(name)) throw fileErrors.invalidFilename('the name starts with a combining mark, which has no character to combine with');
   if (Buffer.byteLength(name, 'utf8') > MAX_BYTES) throw fileErrors.invalidFilename(`longer than ${MAX_BYTES} bytes`);
   return name;
 }

@@ -30,7 +30,7 @@ export interface ApiGuardDeps {
  * it and usually no SQL (the key's caller is cached). Bad keys (401) count
  * as failures of the address, and over the limit its guesses get 429; a
  * valid key from it still passes (issue 27: one guesser behind a NAT must
- * not lock out the others there; keys are 256-bit random, so the limit is
+ * not lock out the others there; keys are 192-bit random (accounts/keys.ts), so the limit is
  * about load and noise, not about making a guess likely). 401 and 403
  * responses do not count against the plan (a route's 403 gives its points back).
  */

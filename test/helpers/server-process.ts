@@ -20,8 +20,16 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['bin/dropstream.js', 'serve'], {
+export interface ServerProcessOptions {
+  /** The process's limit on open file descriptors (`ulimit -n`, soft and hard), for tests of running out of them. */
+  openFiles?: number;
+}
+
+export async function startServerProcess(env: Record<string, string>, { openFiles }: ServerProcessOptions = {}): Promise<ServerProcess> {
+  const command = [process.execPath, 'bin/dropstream.js', 'serve'];
+  // The shell lowers the limit and then becomes the server (exec): the same pid, so kill() reaches it.
+  const [file, ...args] = openFiles === undefined ? command : ['/bin/sh', '-c', `ulimit -n ${openFiles} && exec "$@"`, 'sh', ...command];
+  const child = spawn(file!, args, {
     env: { ...process.env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

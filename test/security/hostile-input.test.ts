@@ -493,6 +493,16 @@ const filenameRows: [string, string | Buffer, string | { status: number; code: s
   ['only a byte-order mark', `filename=${quoted('\ufeff')}`, refused],
   // Invisible (Default_Ignorable_Code_Point, issue 27): two names that look alike would differ.
   ['a zero-width no-break space inside', `filename=${quoted('a\ufeffb.txt')}`, refused],
+  // Issue 38: separators that break a name over lines, format characters that hide text, blanks that draw nothing, marks with no base.
+  ['a line separator (U+2028)', `filename=${quoted('a\u2028b.txt')}`, refused],
+  ['a paragraph separator (U+2029)', `filename=${quoted('a\u2029b.txt')}`, refused],
+  ['interlinear annotation marks (U+FFF9-FFFB)', `filename=${quoted('a\ufff9hidden\ufffab\ufffb.txt')}`, refused],
+  ['only a Braille pattern blank (U+2800)', `filename=${quoted('\u2800')}`, refused],
+  ['a Braille pattern blank inside', `filename=${quoted('a\u2800.txt')}`, refused],
+  ['only a Hangul filler (U+3164)', `filename=${quoted('\u3164')}`, refused],
+  ['only combining marks', `filename*=${extended('\u0301\u0302\u0303')}`, refused],
+  ['a leading combining mark', `filename=${quoted('\u0336evil.txt')}`, refused],
+  ['a combining mark on a letter that NFC cannot compose', `filename=${quoted('q\u0307.txt')}`, 'q\u0307.txt'],
   ['255 bytes', `filename=${quoted(`${'n'.repeat(251)}.txt`)}`, `${'n'.repeat(251)}.txt`],
   ['300 bytes', `filename=${quoted(`${'n'.repeat(296)}.txt`)}`, refused],
   ['300 bytes of multi-byte characters (RFC 8187)', `filename*=${extended(`${'é'.repeat(148)}.txt`)}`, refused],
