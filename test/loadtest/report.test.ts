@@ -2,7 +2,6 @@
 // driven by playwright-core): every chart draws (coloured series pixels in a
 // screenshot of its area), and the page asks the network for nothing.
 // Also: the thresholds fail the exit code when broken.
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,10 +9,9 @@ import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { chromium, type Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
+import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { removeDir, runLoadtest } from './run.js';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /** Pixels clearly coloured (a series line), not the white, grey or black of background, grid and axes. */
 function colouredPixels(png: Buffer): number {
@@ -43,8 +41,7 @@ describe('dropstream loadtest: report and thresholds', function () {
     await rm(profile, { recursive: true, force: true });
   });
 
-  it('when the HTML report is opened in headless Chromium, then every chart draws its series and the page makes no network request', async function () {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (see .ci/clients.sh)`);
+  itWithChromium('when the HTML report is opened in headless Chromium, then every chart draws its series and the page makes no network request', async function () {
     const { summary, dir } = await runLoadtest(t, key, ['mixed', '--concurrency', '2', '--count', '12', '--size', `${128 * 1024}`, '--duration', '10s', '--slow-clients', '1', '--slow-rate', `${256 * 1024}`]);
     try {
       expect(summary.server.scrapes).to.be.at.least(2);
