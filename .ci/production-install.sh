@@ -4,7 +4,10 @@
 # that must answer /healthz and /readyz. Timed.
 #   1. A fresh clone: `npm ci --omit=dev`, then `npm start` (postinstall builds
 #      with the compiler and Prisma CLI that --omit=dev keeps as optional peers).
-#   2. The Docker image's way: dist/ kept from 1, `npm ci --omit=dev --omit=optional`
+#   2. The CLI installed globally from the clone, and from a tarball (`npm
+#      pack`, then `npm install -g` of it), then `dropstream serve` from the
+#      tarball's install.
+#   3. The Docker image's way: dist/ kept from 1, `npm ci --omit=dev --omit=optional`
 #      (no compiler at all), then `node bin/dropstream.js serve`.
 # Needs node and npm on PATH (.ci/run puts Node 24 first).
 set -euo pipefail
@@ -62,6 +65,31 @@ t="$(now)"
 npm install -g --prefix "$work/global" "$work" --no-audit --no-fund --loglevel=error
 (cd /tmp && "$work/global/bin/dropstream" help) | grep -q '^  dropstream upload <path>' || { echo "the globally installed dropstream did not run"; exit 1; }
 echo "  npm install -g and dropstream help: $(since "$t")"
+
+# A tarball, as `npm pack && npm install -g ./dropstream-0.1.0.tgz` makes one
+# (issue 37): package.json's `files` ship bin/, dist/ (built by prepack),
+# prisma/ and the build script, no sources and no lockfile. The install
+# resolves the dependencies from the registry and builds nothing; then
+# `dropstream` must answer --help from another folder, and serve.
+echo "== a tarball installed globally: npm pack, then npm install -g <tarball>"
+t="$(now)"
+mkdir "$work/pack"
+npm pack --pack-destination "$work/pack" >"$work/pack.log" 2>&1 || { cat "$work/pack.log"; echo "npm pack failed"; exit 1; }
+tarball="$(ls "$work"/pack/dropstream-*.tgz)"
+listing="$(tar -tzf "$tarball")"
+for wanted in package/bin/dropstream.js package/dist/cli/index.js package/dist/.build-stamp package/dist/pglite-template/PG_VERSION package/prisma/schema.prisma package/scripts/build.mjs; do
+  grep -qx "$wanted" <<<"$listing" || { echo "the tarball lacks $wanted"; exit 1; }
+done
+if grep -E '^package/(src|test|\.ci|bench|node_modules)/' <<<"$listing" | head -n 3 | grep .; then echo "the tarball ships sources, tests or CI (above)"; exit 1; fi
+echo "  npm pack: $(since "$t"), $(du -h "$tarball" | cut -f1), $(wc -l <<<"$listing") files"
+t="$(now)"
+npm install -g --prefix "$work/tarball-global" "$tarball" --no-audit --no-fund --loglevel=error
+echo "  npm install -g <tarball>: $(since "$t")"
+(cd /tmp && "$work/tarball-global/bin/dropstream" --help) | grep -q '^  dropstream upload <path>' || { echo "dropstream --help from the tarball install did not answer"; exit 1; }
+rm -rf "$work/data"
+pushd /tmp >/dev/null
+serve_and_check "$work/tarball-global/bin/dropstream" serve
+popd >/dev/null
 
 echo "== without optional packages (no compiler): npm ci --omit=dev --omit=optional, dist/ kept"
 t="$(now)"

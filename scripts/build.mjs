@@ -12,6 +12,10 @@
 // the Docker image) keeps the dist/ it was given; without one it says so and
 // leaves the install alone, so `npm ci --omit=dev --omit=optional` can run
 // before dist/ is copied in.
+//
+// A tarball (`npm pack`; package.json's `files`) ships the dist/ that
+// prepack built and no sources: installed from it (`npm install -g
+// ./dropstream-*.tgz`) there is nothing to build, and none of the build tools.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -34,8 +38,15 @@ const INPUTS = [
   'package-lock.json',
 ];
 
+/** The files under `path` (itself, if a file); none if it does not exist. */
 async function files(path) {
-  const entries = await readdir(path, { withFileTypes: true }).catch((err) => (err.code === 'ENOTDIR' ? null : Promise.reject(err)));
+  const entries = await readdir(path, { withFileTypes: true }).catch((err) => {
+    if (err.code === 'ENOTDIR') return null;
+    // A copy without an input (a tarball has no package-lock.json: npm pack
+    // never ships it) hashes what it has rather than failing.
+    if (err.code === 'ENOENT') return [];
+    return Promise.reject(err);
+  });
   if (!entries) return [path];
   const nested = await Promise.all(
     entries
@@ -75,7 +86,8 @@ function run(args) {
 }
 
 const ifNeeded = process.argv.includes('--if-needed');
-// Dependencies installed before the sources are there (a Docker layer that copies package*.json first).
+// Dependencies installed before the sources are there (a Docker layer that
+// copies package*.json first), or from a tarball, which holds dist/ instead.
 if (ifNeeded && !existsSync(join(root, 'src'))) process.exit(0);
 const hash = await sourceHash();
 const stamp = await readFile(stampPath, 'utf8').then((s) => s.trim(), () => undefined);

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
-import { createPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
+import { createPrivatePostgres, describeWithPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-describe('faults: the database goes away and comes back (private PostgreSQL cluster)', () => {
+describeWithPrivatePostgres('faults: the database goes away and comes back (private PostgreSQL cluster)', () => {
   let pg: PrivatePostgres;
   let t: TestServer;
   let key: string;

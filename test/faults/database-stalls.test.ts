@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import pg from 'pg';
 import { call, uploadFile } from '../helpers/client.js';
-import { createTestDatabase } from '../helpers/databases.js';
+import { createTestDatabase, describeWithPostgres } from '../helpers/databases.js';
 import { startHangingProxy, type HangingProxy } from '../helpers/hanging-proxy.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -27,7 +27,7 @@ function expectUnavailable(res: { status: number; text: string; body: any; heade
   expect(res.headers.get('retry-after')).to.match(/^\d+$/);
 }
 
-describe('faults: PostgreSQL answers too late or not at all (DATABASE_QUERY_TIMEOUT)', function () {
+describeWithPostgres('faults: PostgreSQL answers too late or not at all (DATABASE_QUERY_TIMEOUT)', function () {
   this.timeout(60_000);
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let proxy: HangingProxy;

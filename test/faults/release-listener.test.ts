@@ -6,9 +6,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pino from 'pino';
 import { postgresCarrier, type ReleaseCarrier } from '../../src/files/lease-release.js';
-import { createPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
+import { createPrivatePostgres, describeWithPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
 
-describe('release requests over PostgreSQL LISTEN/NOTIFY', function () {
+describeWithPrivatePostgres('release requests over PostgreSQL LISTEN/NOTIFY', function () {
   this.timeout(60_000);
   let pg: PrivatePostgres | undefined;
   let carrier: ReleaseCarrier | undefined;

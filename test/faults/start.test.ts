@@ -14,7 +14,7 @@ import { configVariables } from '../../src/config.js';
 import { waitForDatabase } from '../../src/db/wait.js';
 import { StartupError } from '../../src/startup-error.js';
 import { uploadFile } from '../helpers/client.js';
-import { createPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
+import { createPrivatePostgres, describeWithPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
 import { freePort } from '../helpers/ports.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -131,7 +131,7 @@ describe('start: the database is not reachable (yet)', () => {
     expect(run.logs).to.be.empty;
   });
 
-  describe('with a private PostgreSQL that starts late', () => {
+  describeWithPrivatePostgres('with a private PostgreSQL that starts late', () => {
     let pg: PrivatePostgres;
     before(function () {
       this.timeout(60_000);

@@ -8,13 +8,20 @@ import { notRun } from './not-run.js';
 export type Backend = 'pglite' | 'postgresql';
 
 const serverUrl = process.env.TEST_DATABASE_URL;
+const howToRun = 'TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test npm test (see docs/development.md)';
 
 if (!serverUrl) {
   if (process.env.CI) throw new Error('CI must set TEST_DATABASE_URL: the PostgreSQL half of the suite has to run there');
-  notRun('TEST_DATABASE_URL is not set: the PostgreSQL half of the HTTP suites', 'TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test npm test (see docs/development.md)');
+  notRun('TEST_DATABASE_URL is not set: the PostgreSQL half of the HTTP suites', howToRun);
 }
 
 export const backends: Backend[] = serverUrl ? ['pglite', 'postgresql'] : ['pglite'];
+
+/** `describe(title, fn)` for a suite that only exists against PostgreSQL; without TEST_DATABASE_URL, named in the "Did not run" summary. */
+export function describeWithPostgres(title: string, fn: (this: Mocha.Suite) => void): void {
+  if (serverUrl) describe(title, fn);
+  else notRun(`TEST_DATABASE_URL is not set: "${title}"`, howToRun);
+}
 
 async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: serverUrl });

@@ -6,7 +6,6 @@
 // holding under concurrent downloads (on one instance, and across two with
 // the store shared) and under ranges (the byte budget).
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { chromium } from 'playwright-core';
+import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { call, upload } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { eventually, sleep } from '../helpers/raw-upload.js';
@@ -219,7 +219,6 @@ if (backends.includes('postgresql')) {
 
 describe('a password-protected link in a browser (headless Chromium)', function () {
   this.timeout(60_000);
-  const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
   let t: TestServer;
   let profile: string;
   before(async () => {
@@ -231,8 +230,7 @@ describe('a password-protected link in a browser (headless Chromium)', function 
     await rm(profile, { recursive: true, force: true });
   });
 
-  it('when the browser is challenged, then it answers with the password as its prompt would, and saves the attachment', async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (see .ci/clients.sh)`);
+  itWithChromium('when the browser is challenged, then it answers with the password as its prompt would, and saves the attachment', async () => {
     const { apiKey } = await t.account();
     const content = randomBytes(30_000);
     const file = await uploadWith(t, apiKey, content, { password: 'browser secret' });

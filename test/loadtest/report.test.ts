@@ -4,7 +4,6 @@
 // chart per request kind, legends without uPlot's hover placeholder "--", and
 // the page asks the network for nothing.
 // Also: the thresholds fail the exit code when broken.
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,10 +11,9 @@ import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { chromium, type Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
+import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { removeDir, runLoadtest } from './run.js';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /** An element's computed background colour, in the page (this project compiles without the DOM's types). */
 const background = (el: unknown) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(el).backgroundColor;
@@ -48,8 +46,7 @@ describe('dropstream loadtest: report and thresholds', function () {
     await rm(profile, { recursive: true, force: true });
   });
 
-  it('when the HTML report is opened in headless Chromium, then the verdict is on top in its colour, every chart draws, latency is one chart per kind, no legend shows "--", and the page makes no network request', async function () {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (see .ci/clients.sh)`);
+  itWithChromium('when the HTML report is opened in headless Chromium, then the verdict is on top in its colour, every chart draws, latency is one chart per kind, no legend shows "--", and the page makes no network request', async function () {
     const { summary, dir } = await runLoadtest(t, key, ['mixed', '--concurrency', '2', '--count', '40', '--size', `${128 * 1024}`, '--duration', '10s', '--slow-clients', '1', '--slow-rate', `${256 * 1024}`]);
     // The same kind of run with a threshold it must break: the verdict turns red.
     const failed = await runLoadtest(t, key, ['metadata', '--count', '3', '--rate', '50', '--size', '1000', '--concurrency', '1', '--max-p99-ms', '0.001']);
