@@ -234,6 +234,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
   const accountSlots = new AccountSlots({
     redis,
+    defaultLimit: config.accountUploadConcurrency,
     keyPrefix: config.redisKeyPrefix,
     onRedisError: (err) => logger.warn({ err: (err as Error).message }, 'redis failed: upload slots counted per instance'),
   });
