@@ -9,6 +9,7 @@ import type { ByteRange, ObjectStore } from '../storage/object-store.js';
 import { linkErrors } from './errors.js';
 import { verifyPassword } from './link-password.js';
 import { budgetOf, chargeOf, type FileLinks, type ResolvedLink } from './links.js';
+import type { LiveDownloads } from './live-downloads.js';
 import type { FileRecord } from './record.js';
 
 export interface DownloadCredentials {
@@ -39,6 +40,8 @@ export interface OpenedDownload {
    * was sent; fewer give the rest of a limited link's reservation back.
    */
   settle(sent: number): Promise<void>;
+  /** Aborts when the link is revoked or its file deleted, on any instance (live-downloads.ts): end the response then. */
+  revoked?: AbortSignal;
 }
 
 const nothing = async () => {};
@@ -48,6 +51,8 @@ export class Downloads {
     private readonly links: FileLinks,
     private readonly store: ObjectStore,
     private readonly clock: () => Date = () => new Date(),
+    /** The registry that ends downloads of revoked links; absent: they run to their end. */
+    private readonly live?: LiveDownloads,
   ) {}
 
   /** The download of `token`; undefined for no such link (the caller counts the guess). */
@@ -82,15 +87,18 @@ export class Downloads {
       throw err;
     }
     const whole = !range || (range.start === 0 && range.end === file.size - 1);
+    const tracked = this.live?.track(link.id, file.id);
     let settled = false;
     return {
       file,
       range,
       length,
       body,
+      revoked: tracked?.signal,
       settle: async (sent) => {
         if (settled) return;
         settled = true;
+        tracked?.done();
         if (sent < length) return giveBack(sent);
         if (whole) await this.links.countDownload(link.id, file.id);
       },

@@ -164,6 +164,17 @@ export function downloadRoutes({ files, tokenFailures, metrics, rate, onCountErr
     // The watch ends itself at its next tick once the response is over (a
     // 'close' listener of its own would be the response's eleventh, and
     // Node warns of a leak past ten).
+    // The link was revoked or its file deleted (on any instance): the rest
+    // is not sent. A reset, as for a slow client, so the kernel's buffered
+    // bytes do not reach the client either.
+    download.revoked?.addEventListener(
+      'abort',
+      () => {
+        ctx.res.socket?.resetAndDestroy();
+        ctx.res.destroy();
+      },
+      { once: true },
+    );
     if (rate) {
       watchResponseRate(ctx.res, rate, () => {
         recordFailure(ctx, 408);
