@@ -19,7 +19,7 @@ import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
 import type { Metrics } from '../metrics.js';
 import type { AuthState } from './auth.js';
 import { formatDate, presentFile } from './present.js';
-import { pagination, parseListQuery } from './list-query.js';
+import { listUploads } from './upload-list.js';
 import {
   checkTusVersion,
   parseChecksum,
@@ -96,7 +96,7 @@ export function tusRoutes(router: Router<AuthState>, guard: Middleware<AuthState
   router.patch('/uploads/:id', closeUnreadBody, ...guarded, (ctx) => appendToUpload(tus, ctx));
   router.delete('/uploads/:id', ...guarded, (ctx) => terminateUpload(tus, ctx));
   router.get('/uploads/:id', ...guarded, (ctx) => uploadAsJson(tus, ctx));
-  router.get('/uploads', ...guarded, (ctx) => listUploads(tus, ctx));
+  router.get('/uploads', ...guarded, (ctx) => listUploads(tus.resumable, tus.base, ctx));
 }
 
 /** An upload slot (the instance's gate and the account's concurrent uploads), released by calling what it returns. */
@@ -263,29 +263,6 @@ async function receive(tus: Tus, ctx: Ctx, id: string, offset: number, length?: 
 async function terminateUpload(tus: Tus, ctx: Ctx): Promise<void> {
   await tus.resumable.terminate(ctx.state.caller, uploadId(ctx));
   ctx.status = 204;
-}
-
-/**
- * GET /uploads, not tus: the account's unfinished uploads, paged as the files
- * list is. They hold daily slots and storage room until they finish, expire
- * or are terminated (DELETE), so the owner must be able to find them.
- */
-async function listUploads(tus: Tus, ctx: Ctx): Promise<void> {
-  const { page, limit } = parseListQuery(ctx.query);
-  const { uploads, total } = await tus.resumable.unfinished(ctx.state.caller, page, limit);
-  ctx.set('Cache-Control', 'no-store');
-  ctx.body = {
-    success: true,
-    uploads: uploads.map((upload) => ({
-      upload_id: upload.id,
-      url: `${tus.base}/${upload.id}`,
-      filename: upload.filename,
-      offset: upload.offset,
-      length: upload.length ?? null,
-      expires_at: formatDate(upload.expiresAt),
-    })),
-    pagination: pagination(page, limit, total),
-  };
 }
 
 /** GET, not tus: the upload as JSON, with the file it became (null until then). */
