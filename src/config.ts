@@ -85,6 +85,7 @@ const schema = z
     STORE_MIN_RATE: integer(1024, 10 * 1024 * MiB, 'must be bytes per second from 1024').default(512 * 1024),
     STORE_READ_IDLE_TIMEOUT: integer(1, 3600).default(30),
     UPLOAD_CONCURRENCY: integer(1, 10_000).default(32),
+    ACCOUNT_UPLOAD_CONCURRENCY: integer(1, 100_000).default(8),
     UPLOAD_MIN_RATE: integer(0, 1024 * MiB, 'must be bytes per second from 0 (no cut) to 1073741824').default(1024),
     UPLOAD_RATE_WINDOW: integer(1, 3600).default(30),
     DOWNLOAD_MIN_RATE: integer(0, 1024 * MiB, 'must be bytes per second from 0 (no cut) to 1073741824').default(1024),
@@ -203,6 +204,8 @@ const schema = z
     /** Seconds a connection may stay silent mid-request; a long upload that keeps sending is never cut. */
     idleTimeout: env.IDLE_TIMEOUT,
     uploadConcurrency: env.UPLOAD_CONCURRENCY,
+    /** Uploads an account runs at once on all instances when its plan sets no concurrent_uploads. */
+    accountUploadConcurrency: env.ACCOUNT_UPLOAD_CONCURRENCY,
     /**
      * Deadlines of object store calls (storage/store-deadlines.ts): a call
      * without a body (and a read's first byte) gets STORE_CALL_TIMEOUT; a

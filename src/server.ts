@@ -21,6 +21,7 @@ import { recountFiles } from './files/file-rows.js';
 import { UploadQuota } from './files/quota.js';
 import { PendingObjects } from './files/pending.js';
 import { postgresCarrier, redisCarrier, type ReleaseCarrier } from './files/lease-release.js';
+import { LiveDownloads } from './files/live-downloads.js';
 import { ResumableUploads } from './files/resumable.js';
 import { FileService } from './files/service.js';
 import { Sweeper } from './files/sweeper.js';
@@ -210,7 +211,8 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize }, changes);
   const quota = new UploadQuota(db.prisma);
   const pending = new PendingObjects(db.prisma, quota);
-  const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs });
+  const live = await liveDownloads(config, logger, db, redis, closers);
+  const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs, live });
   // A release request (newest tus request wins) reaches the instance holding the lease through Redis, else PostgreSQL.
   const onRelease = (id: string) => resumable.leases.requestRelease(id);
   const releases: ReleaseCarrier | undefined = redis
@@ -238,11 +240,35 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
   const accountSlots = new AccountSlots({
     redis,
+    defaultLimit: config.accountUploadConcurrency,
     keyPrefix: config.redisKeyPrefix,
     onRedisError: (err) => logger.warn({ err: (err as Error).message }, 'redis failed: upload slots counted per instance'),
   });
   closers.add('account slots', () => accountSlots.close());
   return { accounts, plans, files, resumable, accountSlots, adminToken, sweep };
+}
+
+/**
+ * Downloads in flight, ended when their link is revoked or their file
+ * deleted: the notice goes to the other instances on the carrier the
+ * upload-release requests use (Redis, else PostgreSQL), on a channel of its
+ * own; the embedded database has one instance, and needs none.
+ */
+async function liveDownloads(config: Config, logger: Logger, db: Database, redis: Redis | undefined, closers: Closers): Promise<LiveDownloads> {
+  const onNotice = (message: string) => live.receive(message);
+  const carrier: ReleaseCarrier | undefined = redis
+    ? await redisCarrier(config.redisUrl!, redis, `${config.redisKeyPrefix}:link-ended`, onNotice)
+    : config.databaseUrl
+      ? await postgresCarrier(config.databaseUrl, logger, onNotice, { channel: 'dropstream_link_ended', name: 'link-ended' })
+      : undefined;
+  const live: LiveDownloads = new LiveDownloads({
+    prisma: db.prisma,
+    publish: carrier && ((message) => carrier.publish(message)),
+    onError: (err) => logger.warn({ err: (err as Error).message }, 'ending the downloads of a revoked link: a notice or check failed (the next check retries)'),
+  });
+  closers.add('live downloads', () => live.close());
+  if (carrier) closers.add('link-ended notices', () => carrier.close());
+  return live;
 }
 
 /** The public and the admin app; `state.draining` turns readiness off during a shutdown. */

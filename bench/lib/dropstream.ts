@@ -136,6 +136,7 @@ async function benchAccount(server: { adminUrl: string; adminToken: string }): P
     requests_per_day: max,
     max_file_size: 64 * 1024 ** 3,
     daily_uploads: max,
+    concurrent_uploads: 100_000,
   });
   const created = await admin(server, 'POST', '/admin/accounts', { plan: 'bench' });
   return String(created.api_key);

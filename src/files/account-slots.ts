@@ -43,6 +43,12 @@ interface Held {
 
 export interface AccountSlotsOptions {
   redis?: Redis;
+  /**
+   * The cap of an account whose plan sets no concurrent_uploads
+   * (ACCOUNT_UPLOAD_CONCURRENCY): null in a plan means this default, never
+   * unlimited, so a plan nobody thought about cannot take every slot.
+   */
+  defaultLimit: number;
   keyPrefix: string;
   leaseMs?: number;
   /** Redis failed: the slot was counted in this process only (logged by the caller). */
@@ -66,13 +72,18 @@ export class AccountSlots {
     }
   }
 
+  /** The account's cap under a plan's concurrent_uploads (null: the instance default). */
+  limitOf(planLimit: number | null): number {
+    return planLimit ?? this.options.defaultLimit;
+  }
+
   /**
-   * Takes one of the account's `limit` slots (null: no cap, nothing to count)
-   * or throws 429 too_many_uploads. Call the returned function once when the
-   * upload ends; calling it again does nothing.
+   * Takes one of the account's slots under its plan's `planLimit` (null: the
+   * default) or throws 429 too_many_uploads. Call the returned function once
+   * when the upload ends; calling it again does nothing.
    */
-  async take(accountId: number, limit: number | null): Promise<() => void> {
-    if (limit === null) return () => {};
+  async take(accountId: number, planLimit: number | null): Promise<() => void> {
+    const limit = this.limitOf(planLimit);
     const { redis } = this.options;
     if (redis) {
       const held = { key: `${this.options.keyPrefix}:upload-slots:${accountId}`, member: randomUUID() };
@@ -131,17 +142,18 @@ function once(fn: () => void): () => void {
 }
 
 /**
- * An upload's two places: one of the instance's (UploadGate, 503 when full)
- * and one of the account's (429 at the plan's concurrent_uploads). The gate
+ * An upload's two places: one of the instance's (UploadGate, 503 when full,
+ * or when the account holds its share of it) and one of the account's (429
+ * at the plan's concurrent_uploads, or the default). The gate
  * first: it costs no round trip, and an instance that is full is full for
  * every account.
  */
 export async function enterUpload(
-  gate: { enter(): () => void },
+  gate: { enter(accountId: number): () => void },
   slots: AccountSlots,
   caller: { accountId: number; plan: { concurrentUploads: number | null } },
 ): Promise<() => void> {
-  const leave = gate.enter();
+  const leave = gate.enter(caller.accountId);
   try {
     const release = await slots.take(caller.accountId, caller.plan.concurrentUploads);
     return once(() => {

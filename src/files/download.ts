@@ -8,7 +8,8 @@ import type { Readable } from 'node:stream';
 import type { ByteRange, ObjectStore } from '../storage/object-store.js';
 import { linkErrors } from './errors.js';
 import { verifiedLately, verifyPassword } from './link-password.js';
-import { budgetOf, chargeOf, type FileLinks, type ResolvedLink } from './links.js';
+import { budgetOf, chargeOf, slackOf, type FileLinks, type ResolvedLink } from './links.js';
+import type { LiveDownloads } from './live-downloads.js';
 import type { FileRecord } from './record.js';
 
 /** How a password check went: a right one, or one never checked (refused before, or failed), is given back. */
@@ -46,12 +47,16 @@ export interface OpenedDownload {
   length: number;
   /** The bytes; absent when no body was chosen. */
   body?: Readable;
+  /** A limited link's download: what settle() is given is charged to its budget, so it is worth measuring well. */
+  limited: boolean;
   /**
    * Call once, when the response has ended, with the bytes handed on to the
    * connection: all of them count a complete download when the whole file
    * was sent; fewer give the rest of a limited link's reservation back.
    */
   settle(sent: number): Promise<void>;
+  /** Aborts when the link is revoked or its file deleted, on any instance (live-downloads.ts): end the response then. */
+  revoked?: AbortSignal;
 }
 
 const nothing = async () => {};
@@ -61,6 +66,8 @@ export class Downloads {
     private readonly links: FileLinks,
     private readonly store: ObjectStore,
     private readonly clock: () => Date = () => new Date(),
+    /** The registry that ends downloads of revoked links; absent: they run to their end. */
+    private readonly live?: LiveDownloads,
   ) {}
 
   /** The download of `token`; undefined for no such link (the caller counts the guess). */
@@ -78,11 +85,14 @@ export class Downloads {
     const choice = choose(file);
     const range = choice?.range;
     const length = range ? range.end - range.start + 1 : file.size;
-    if (!choice) return { file, range, length, settle: nothing };
+    if (!choice) return { file, range, length, limited: budget !== undefined, settle: nothing };
 
     const charge = chargeOf(length);
+    const whole = !range || (range.start === 0 && range.end === file.size - 1);
     if (budget !== undefined) {
-      const reserved = await this.links.reserve(link.id, charge, budget);
+      // A whole download may pass the budget by the slack: what clients that
+      // stopped early took must not keep the real recipient out (issue 38).
+      const reserved = await this.links.reserve(link.id, charge, whole ? budget + slackOf(file.size) : budget);
       if (reserved === 'gone') return undefined;
       if (reserved === 'exhausted') throw linkErrors.exhausted(link.maxDownloads!);
     }
@@ -94,16 +104,19 @@ export class Downloads {
       await giveBack(0).catch(() => {});
       throw err;
     }
-    const whole = !range || (range.start === 0 && range.end === file.size - 1);
+    const tracked = this.live?.track(link.id, file.id);
     let settled = false;
     return {
       file,
       range,
       length,
       body,
+      limited: budget !== undefined,
+      revoked: tracked?.signal,
       settle: async (sent) => {
         if (settled) return;
         settled = true;
+        tracked?.done();
         if (sent < length) return giveBack(sent);
         if (whole) await this.links.countDownload(link.id, file.id);
       },

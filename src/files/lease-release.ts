@@ -3,6 +3,8 @@
 // LISTEN/NOTIFY when only PostgreSQL is shared, nothing on the embedded
 // database (one instance: the request is handed over in-process). Only a
 // contended request sends one; the uncontended path costs nothing here.
+// The same carrier, on a channel of its own, tells the instances that a
+// link was revoked or a file deleted (live-downloads.ts).
 import type { Redis } from 'ioredis';
 import type { Client } from 'pg';
 import type { Logger } from 'pino';
@@ -27,7 +29,13 @@ export async function redisCarrier(url: string, publisher: Redis, channel: strin
 const PG_CHANNEL = 'dropstream_upload_release';
 
 /** Over PostgreSQL LISTEN/NOTIFY: one connection of its own listens; NOTIFY goes over it too. */
-export async function postgresCarrier(url: string, logger: Logger, onRequest: (id: string) => void): Promise<ReleaseCarrier> {
+export async function postgresCarrier(
+  url: string,
+  logger: Logger,
+  onRequest: (id: string) => void,
+  /** Another notice on the same carrier (live-downloads.ts: ended links), on a channel of its own. */
+  { channel = PG_CHANNEL, name = 'upload release' }: { channel?: string; name?: string } = {},
+): Promise<ReleaseCarrier> {
   // Imported here: the embedded database needs no pg.
   const { default: pg } = await import('pg');
   let client: Client | undefined;
@@ -41,24 +49,24 @@ export async function postgresCarrier(url: string, logger: Logger, onRequest: (i
   };
   const connect = async (): Promise<void> => {
     const next = new pg.Client({ connectionString: url });
-    next.on('notification', (n) => n.channel === PG_CHANNEL && n.payload && onRequest(n.payload));
+    next.on('notification', (n) => n.channel === channel && n.payload && onRequest(n.payload));
     next.on('error', (err) => {
       if (client !== next) return; // a connect that fails is handled below
-      logger.warn({ err: err.message }, 'upload release listener lost its PostgreSQL connection; reconnecting');
+      logger.warn({ err: err.message }, `${name} listener lost its PostgreSQL connection; reconnecting`);
       client = undefined;
       next.end().catch(() => {});
       retryLater();
     });
     try {
       await next.connect();
-      await next.query(`LISTEN ${PG_CHANNEL}`);
+      await next.query(`LISTEN ${channel}`);
       if (closed) return void (await next.end().catch(() => {}));
       client = next;
-      if (failing) logger.info('upload release listener connected to PostgreSQL again');
+      if (failing) logger.info(`${name} listener connected to PostgreSQL again`);
       failing = false;
     } catch (err) {
       // One line per outage, not one a second.
-      if (!failing) logger.warn({ err: (err as Error).message }, 'upload release listener could not connect to PostgreSQL; retrying every second');
+      if (!failing) logger.warn({ err: (err as Error).message }, `${name} listener could not connect to PostgreSQL; retrying every second`);
       failing = true;
       next.end().catch(() => {});
       retryLater();
@@ -67,8 +75,8 @@ export async function postgresCarrier(url: string, logger: Logger, onRequest: (i
   await connect();
   return {
     publish: async (id) => {
-      if (!client) throw new Error('upload release listener not connected');
-      return client.query('SELECT pg_notify($1, $2)', [PG_CHANNEL, id]);
+      if (!client) throw new Error(`${name} listener not connected`);
+      return client.query('SELECT pg_notify($1, $2)', [channel, id]);
     },
     close: async () => {
       closed = true;

@@ -62,6 +62,17 @@ export type Reservation = 'reserved' | 'exhausted' | 'gone';
  */
 export const budgetOf = (maxDownloads: number, size: number) => maxDownloads * Math.max(size, 1);
 
+/**
+ * How far a whole download may take a link past its budget: an eighth of
+ * the file, at most 8 MiB. Clients that stopped early (a preview, a
+ * download manager's probe, a client that hung up) are charged what they
+ * took, and with a budget of exactly N x size any such prefix would turn
+ * the recipient's whole download away with 410 (issue 38). Less than the
+ * file, so never one complete download more than max_downloads; ranges get
+ * no slack, so a used-up link serves no byte more.
+ */
+export const slackOf = (size: number) => Math.min(Math.floor(Math.max(size, 1) / 8), 8 * 1024 * 1024);
+
 /** What a response of `length` bytes takes from a budget (an empty file's download: one). */
 export const chargeOf = (length: number) => Math.max(length, 1);
 

@@ -232,6 +232,27 @@ export class ResumableRecords {
     await this.prisma.resumableUpload.updateMany({ where: { id: claimed.row.id, lockToken: claimed.token }, data: { lockToken: null, lockedUntil: null } });
   }
 
+  /**
+   * The account's unfinished uploads that have not expired at `now`, newest
+   * first, a page of `limit` after `(page - 1) * limit`, and how many there
+   * are. Unfinished: its pending record still holds it (an upload that became
+   * a file keeps its row a while, without that record).
+   */
+  async unfinished(accountId: number, now: Date, page: number, limit: number): Promise<{ rows: ResumableRow[]; total: number }> {
+    const where = Prisma.sql`r.account_id = ${accountId} AND r.expires_at > ${now}::timestamp(3)
+      AND EXISTS (SELECT 1 FROM pending_objects p WHERE p.storage_key = r.storage_key AND p.reason = 'resumable')`;
+    const [rows, counted] = await Promise.all([
+      this.prisma.$queryRaw<{ id: string }[]>`
+        SELECT r.id FROM resumable_uploads r WHERE ${where} ORDER BY r.created_at DESC, r.id DESC
+        OFFSET ${(page - 1) * limit} LIMIT ${limit}`,
+      this.prisma.$queryRaw<{ total: number }[]>`SELECT count(*)::integer AS total FROM resumable_uploads r WHERE ${where}`,
+    ]);
+    // Rows by id, in the page's order (the raw query picks them; Prisma maps their columns).
+    const found = await this.prisma.resumableUpload.findMany({ where: { id: { in: rows.map((r) => r.id) } } });
+    const byId = new Map(found.map((row) => [row.id, toRow(row)]));
+    return { rows: rows.flatMap((r) => byId.get(r.id) ?? []), total: counted[0]?.total ?? 0 };
+  }
+
   /** Ids of expired, unleased uploads (at most `limit`), oldest first. */
   async expired(now: Date, limit: number): Promise<string[]> {
     const rows = await this.prisma.resumableUpload.findMany({

@@ -201,6 +201,16 @@ export class ResumableUploads {
     return statusOf(view);
   }
 
+  /**
+   * The account's unfinished uploads (not yet files, not expired), newest
+   * first, a page at a time: what holds its daily slots and storage room, so
+   * the owner can resume or terminate them.
+   */
+  async unfinished(caller: Caller, page: number, limit: number): Promise<{ uploads: UploadStatus[]; total: number }> {
+    const { rows, total } = await this.records.unfinished(caller.accountId, this.clock(), page, limit);
+    return { uploads: rows.map((row) => statusOf(row)), total };
+  }
+
   /** The largest upload `caller` may make (Tus-Max-Size): the plan's, within what the store holds, as for a plain upload. */
   maxSize(caller: Caller): number {
     return maxUploadSize(caller, this.options.store);
@@ -240,6 +250,11 @@ export class ResumableUploads {
     }
 
     const quota = caller.plan.maxTotalSize;
+    // What the upload already holds against the quota is its own to use: at
+    // least the bytes it stored, more when a request before this one ended
+    // without trimming its block (a crash). Counting only the stored bytes
+    // asked the quota again for room the upload itself held (issue 38).
+    const held = quota === null ? row.offset : Math.max(row.offset, await this.storage.held(row.storageKey));
     // What this request reserved beyond what it keeps goes back when it ends,
     // however it ends (a failed store call, a checksum that did not match);
     // a crash leaves it to the commit or the sweep.
@@ -249,7 +264,7 @@ export class ResumableUploads {
       limit,
       overLimit,
       // The bytes stored so far are reserved (each request trims its reservation to them when it ends).
-      admit: quota === null ? undefined : this.storage.admitter(caller.accountId, row.storageKey, quota, row.offset),
+      admit: quota === null ? undefined : this.storage.admitter(caller.accountId, row.storageKey, quota, held),
       onState: (state) => this.records.saveStoreState(row, token, state),
       // Told to stop (a newer request for this upload, or the lease could not
       // be renewed): the body ends (for a newer request, once what is in

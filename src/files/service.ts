@@ -7,6 +7,7 @@ import { removeFileRow } from './file-rows.js';
 import type { PendingObjects } from './pending.js';
 import type { UploadQuota } from './quota.js';
 import { FileLinks, type LinkRecord, type Revocation } from './links.js';
+import type { LiveDownloads } from './live-downloads.js';
 import { StorageQuota } from './storage-quota.js';
 import { linkRulesOf, type UploadOptions } from './upload-options.js';
 import { LISTED, toFileListing, type FileListing, type FileRecord } from './record.js';
@@ -21,6 +22,8 @@ export interface FileServiceOptions {
   onCleanupError: (err: unknown) => void;
   /** How often a streaming upload touches its pending record; a minute unless a test wants it sooner. */
   heartbeatMs?: number;
+  /** Downloads in flight, ended when their link is revoked or their file deleted (on every instance). */
+  live?: LiveDownloads;
 }
 
 const LINK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -36,7 +39,7 @@ export class FileService {
   constructor(private readonly options: FileServiceOptions) {
     this.links = new FileLinks(options.prisma);
     this.storage = new StorageQuota(options.prisma);
-    this.downloads = new Downloads(this.links, options.store);
+    this.downloads = new Downloads(this.links, options.store, undefined, options.live);
   }
 
   /** Takes a slot of the daily upload quota (403 when none is left) and returns the upload to feed. */
@@ -91,6 +94,8 @@ export class FileService {
     const { prisma, store, pending, onCleanupError } = this.options;
     const storageKey = await removeFileRow(prisma, accountId, fileId);
     if (!storageKey) throw fileErrors.notFound();
+    // Its downloads in flight end now, here and on the other instances, before its object goes.
+    await this.options.live?.announce({ file: fileId });
     try {
       await store.delete(storageKey);
       await pending.forgetRemoved(storageKey);
@@ -132,6 +137,8 @@ export class FileService {
     // Link ids are UUIDs; anything else names no link, and is not worth a query.
     const outcome = LINK_ID.test(linkId) ? await this.links.revoke(accountId, fileId, linkId) : undefined;
     if (!outcome) throw linkErrors.notFound();
+    // Its downloads in flight end too, on every instance (live-downloads.ts).
+    await this.options.live?.announce({ link: linkId });
     return outcome;
   }
 

@@ -148,6 +148,12 @@ export class StorageQuota {
     return rows[0]?.give_way ?? true;
   }
 
+  /** What the upload of `storageKey` holds against the quota now (its pending record's share). */
+  async held(storageKey: string): Promise<number> {
+    const row = await this.prisma.pendingObject.findUnique({ where: { storageKey }, select: { reservedBytes: true } });
+    return Number(row?.reservedBytes ?? 0n);
+  }
+
   /** The room left, without reserving it: for refusing a declared size up front. */
   async room(accountId: number, limit: number): Promise<number> {
     const row = await this.prisma.account.findUnique({ where: { id: accountId }, select: { totalBytes: true, reservedBytes: true } });

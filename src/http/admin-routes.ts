@@ -9,7 +9,7 @@ import type { SweepResult } from '../files/sweeper.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { Metrics } from '../metrics.js';
 import { AppError, badRequest } from '../errors.js';
-import { parseListQuery } from './api-routes.js';
+import { pagination, parseListQuery } from './list-query.js';
 import { formatDate } from './present.js';
 import { tooManyFailures } from './rate-limit.js';
 
@@ -143,7 +143,7 @@ export function adminRoutes({ accounts, plans, metrics, sweep }: AdminDeps) {
         total_files: row.fileCount,
         total_size: row.totalBytes,
       })),
-      pagination: { page, limit, total, pages: Math.ceil(total / limit) },
+      pagination: pagination(page, limit, total),
     };
   });
 

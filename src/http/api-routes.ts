@@ -17,6 +17,7 @@ import { parseUploadOptions, withRetention } from '../files/upload-options.js';
 import { presentFile, presentUpload } from './present.js';
 import type { ResumableUploads } from '../files/resumable.js';
 import { tusRoutes } from './tus-routes.js';
+import { pagination, parseListQuery } from './list-query.js';
 import { linkRoutes } from './link-routes.js';
 
 export interface ApiDeps {
@@ -35,23 +36,6 @@ export interface ApiDeps {
   publicUrl: string;
   /** Resumable uploads (tus); absent: no /uploads routes. */
   resumable?: ResumableUploads;
-}
-
-const positiveInt = z.string().regex(/^[0-9]{1,9}$/).transform(Number).pipe(z.number().int().min(1));
-
-const listQuery = z.object({
-  page: positiveInt.default(1),
-  limit: positiveInt.pipe(z.number().max(100)).default(20),
-});
-
-/** ?page and ?limit of a list (the admin API's too): 400 invalid_parameter naming the bad one. */
-export function parseListQuery(query: unknown) {
-  const result = listQuery.safeParse(query);
-  if (!result.success) {
-    const field = result.error.issues[0]?.path[0] ?? 'page';
-    throw badRequest('invalid_parameter', field === 'limit' ? 'limit must be an integer from 1 to 100' : 'page must be an integer of at least 1');
-  }
-  return result.data;
 }
 
 /** File ids are drawn from 1..MAX_FILE_ID (src/files/file-rows.ts): ten digits at most. */
@@ -113,7 +97,7 @@ export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate,
     ctx.body = {
       success: true,
       files: records.map((file) => presentFile(file, publicUrl)),
-      pagination: { page, limit, total, pages: Math.ceil(total / limit) },
+      pagination: pagination(page, limit, total),
     };
   });
 
@@ -136,7 +120,8 @@ export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate,
       limits: {
         max_file_size: plan.maxFileSize,
         daily_uploads: plan.dailyUploads,
-        concurrent_uploads: plan.concurrentUploads,
+        // What applies: a plan without its own cap has the instance default.
+        concurrent_uploads: accountSlots.limitOf(plan.concurrentUploads),
         max_total_size: plan.maxTotalSize,
         max_expires_in: plan.maxExpiresIn,
       },

@@ -2,7 +2,16 @@ import { pipeline, Transform, type Readable } from 'node:stream';
 import { ObjectStoreError } from '../storage/object-store.js';
 
 /** A download's body, and how many of its bytes it has handed on so far (for a limited link's budget). */
-export type ExactBody = Transform & { passed: number };
+export type ExactBody = Transform & {
+  passed: number;
+  /**
+   * Bytes of the body the client acknowledged, as last measured (with
+   * `acked`; without it, or before a measure succeeded, `passed`).
+   */
+  readonly acknowledged: number;
+  /** Measures `acknowledged` now (before the connection closes: a closed socket cannot be read). */
+  measure(): number;
+};
 
 /**
  * The body of a download: the store's stream, ended the moment the
@@ -23,9 +32,16 @@ export type ExactBody = Transform & { passed: number };
  * (503 store_unavailable, counted in store_errors); bytes past `length` are
  * dropped, so the response never says more than its Content-Length.
  */
-export function exactBody(source: Readable, length: number): ExactBody {
+export function exactBody(source: Readable, length: number, acked?: () => number | undefined): ExactBody {
   let sourceFailed = false;
-  const body: ExactBody = Object.assign(new Transform({
+  let acknowledged: number | undefined;
+  const measure = () => {
+    const now = acked?.();
+    // Never more than was handed on, never less than measured before.
+    if (now !== undefined) acknowledged = Math.max(acknowledged ?? 0, Math.min(Math.max(now, 0), body.passed));
+    return body.acknowledged;
+  };
+  const transform = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       const room = length - body.passed;
       if (room <= 0) return done();
@@ -42,7 +58,13 @@ export function exactBody(source: Readable, length: number): ExactBody {
       // The store's own failure is named as one; the response's (a client that left) is passed on as it is.
       done(err && sourceFailed && !(err instanceof ObjectStoreError) ? new ObjectStoreError('reading from the object store failed', { cause: err }) : err);
     },
-  }), { passed: 0 });
+  });
+  // defineProperties, not Object.assign: assign would copy the getter's value once.
+  const body = Object.defineProperties(transform, {
+    passed: { value: 0, writable: true },
+    acknowledged: { get: () => acknowledged ?? body.passed },
+    measure: { value: measure },
+  }) as ExactBody;
   // Registered before pipeline's own listeners, so when pipeline fails
   // `body` because of the store's stream (an error, or a close before its
   // end), the failure is known to be the store's.

@@ -12,6 +12,7 @@ import type { Metrics } from '../metrics.js';
 import { attachment } from './attachment.js';
 import { watchResponseRate, type BodyRateOptions } from './body-rate.js';
 import { exactBody } from './download-body.js';
+import { beforeClose, bytesAcked, canReadAcked } from './acked-bytes.js';
 import { passwordGuard } from './password-guard.js';
 import { tooManyFailures } from './rate-limit.js';
 import { recordFailure } from './request-log.js';
@@ -138,25 +139,54 @@ export function downloadRoutes({ files, tokenFailures, passwordFailures, metrics
     const { body, length, settle } = download;
     if (!body) return;
 
-    const exact = exactBody(body, length);
+    // A limited link is charged what its client acknowledged, not what was
+    // handed to the kernel (acked-bytes.ts): the peer's acknowledged count
+    // less what the connection carried before this body (earlier responses,
+    // this one's head), read just before the socket closes.
+    const socket = ctx.res.socket;
+    const before = socket?.bytesWritten ?? 0;
+    const head = () => {
+      const header = (ctx.res as unknown as { _header?: unknown })._header;
+      return typeof header === 'string' ? Buffer.byteLength(header) : 0;
+    };
+    const exact = exactBody(body, length, download.limited && canReadAcked() ? () => {
+      const acked = bytesAcked(socket);
+      return acked === undefined ? undefined : acked - before - head();
+    } : undefined);
+    const unhook = download.limited && socket && canReadAcked() ? beforeClose(socket, () => exact.measure()) : () => {};
     ctx.body = exact;
     // A client that left while the download was being opened has had its
     // 'close' already: give back all that was reserved for it now.
-    if (ctx.res.destroyed) return void settle(0).catch(onCountError);
+    if (ctx.res.destroyed) {
+      unhook();
+      return void settle(0).catch(onCountError);
+    }
     // 'finish' means every byte, the last included, was accepted by the
     // connection without an error; a client that hangs up first causes
-    // 'close' alone, and is not counted (a limited link gets back what never
-    // left this process). exactBody makes sure 'finish' is not left waiting
+    // 'close' alone, and is not counted (a limited link gets back what its
+    // client did not acknowledge). exactBody makes sure 'finish' is not left waiting
     // on the store's stream (see there).
     let finished = false;
     ctx.res.once('finish', () => {
       finished = true;
+      unhook();
       metrics?.downloadedBytes.inc(length);
       settle(length).catch(onCountError);
     });
     ctx.res.once('close', () => {
-      if (!finished) settle(exact.passed).catch(onCountError);
+      unhook();
+      if (!finished) settle(exact.acknowledged).catch(onCountError);
     });
+    // Measured before a cut below, as the socket still has its descriptor.
+    const cut = () => {
+      exact.measure();
+      ctx.res.socket?.resetAndDestroy();
+      ctx.res.destroy();
+    };
+    // The link was revoked or its file deleted (on any instance): the rest
+    // is not sent. A reset, as for a slow client, so the kernel's buffered
+    // bytes do not reach the client either.
+    download.revoked?.addEventListener('abort', cut, { once: true });
     // A client reading slower than DOWNLOAD_MIN_RATE is cut (logged 408: the
     // server ended it); its 'close' gives back what it did not receive. A
     // reset, not a close: a close would still hand the kernel's buffered
@@ -167,8 +197,7 @@ export function downloadRoutes({ files, tokenFailures, passwordFailures, metrics
     if (rate) {
       watchResponseRate(ctx.res, rate, () => {
         recordFailure(ctx, 408);
-        ctx.res.socket?.resetAndDestroy();
-        ctx.res.destroy();
+        cut();
       });
     }
   });

@@ -87,7 +87,7 @@ export const uploadTooSlow = error(
   false,
 );
 export const uploadTooMany = error(
-  `${codes('too_many_uploads')}: the account already runs its plan's \`concurrent_uploads\` (on any instance); with \`Retry-After\`. Also ${codes('rate_limited')} or ${codes('too_many_failures')} as on every request.`,
+  `${codes('too_many_uploads')}: the account already runs its plan's \`concurrent_uploads\` (or, for a plan that sets none, \`ACCOUNT_UPLOAD_CONCURRENCY\`) on all instances; with \`Retry-After\`. Also ${codes('rate_limited')} or ${codes('too_many_failures')} as on every request.`,
   { 'Retry-After': ref('headers', 'Retry-After') },
 );
 

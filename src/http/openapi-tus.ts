@@ -67,10 +67,39 @@ export function tusPaths(publicUrl: string): Record<string, PathItem> {
   const notFound = error(`No such upload in this account, or it expired: ${codes('upload_not_found')}.`);
   const badVersion = error(`\`Tus-Resumable\` is missing or not 1.0.0: ${codes('tus_version_unsupported')} (with \`Tus-Version\`).`, { 'Tus-Version': headerRef('Tus-Version') });
   const body = { 'application/offset+octet-stream': { schema: { type: 'string', contentMediaType: 'application/offset+octet-stream' } } };
-  const store = error(`${codes('store_unavailable')}, or ${codes('server_busy')} (too many uploads in flight on this instance).`, { 'Retry-After': headerRef('Retry-After') });
+  const store = error(`${codes('store_unavailable')}, or ${codes('server_busy')} (too many uploads in flight on this instance, or this account holds its share of them).`, { 'Retry-After': headerRef('Retry-After') });
+
+  const uploadFields = {
+    upload_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{22}$' },
+    filename,
+    offset: bytes('Stored so far'),
+    length: { type: ['integer', 'null'], minimum: 0, description: 'Upload-Length; null while deferred.' },
+  } as const;
 
   return {
     '/uploads': {
+      get: operation(
+        'listUploads',
+        'List the account\'s unfinished uploads, newest first',
+        'Not part of tus: the uploads not yet files and not expired. Each holds a daily upload slot and, under `max_total_size`, the bytes it stored, until it finishes, expires (`expires_at`) or is terminated (DELETE its `url`). Paged as `GET /files`; needs no `Tus-Resumable`.',
+        { parameters: [ref('parameters', 'Page'), ref('parameters', 'Limit')] },
+        {
+          '200': success('One page of unfinished uploads.', object({
+            success: ok,
+            uploads: {
+              type: 'array',
+              maxItems: 100,
+              items: object({
+                ...uploadFields,
+                url: { type: 'string', description: 'The upload\'s URL, as `Location` gave it: PATCH to resume, DELETE to terminate.' },
+                expires_at: { type: 'string', description: 'UTC `YYYY-MM-DD HH:MM:SS`: when it expires unless written to.' },
+              }),
+            },
+            pagination: ref('schemas', 'Pagination'),
+          })),
+          '400': error(`\`page\` or \`limit\` is not an integer in range (or is repeated): ${codes('invalid_parameter')}.`),
+        },
+      ),
       options: operation('tusOptions', 'What the tus server supports', 'Not counted differently from any API request.', {}, {
         '204': bare('The protocol\'s capabilities and the caller\'s size limit.', { 'Tus-Version': headerRef('Tus-Version'), 'Tus-Extension': headerRef('Tus-Extension'), 'Tus-Max-Size': headerRef('Tus-Max-Size'), 'Tus-Checksum-Algorithm': headerRef('Tus-Checksum-Algorithm') }),
       }),
@@ -125,10 +154,7 @@ export function tusPaths(publicUrl: string): Record<string, PathItem> {
         '200': success('The upload.', object({
           success: ok,
           upload: object({
-            upload_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{22}$' },
-            filename,
-            offset: bytes('Stored so far'),
-            length: { type: ['integer', 'null'], minimum: 0, description: 'Upload-Length; null while deferred.' },
+            ...uploadFields,
             expires_at: { type: ['string', 'null'], description: 'UTC `YYYY-MM-DD HH:MM:SS` while unfinished; null once a file.' },
           }),
           file: { oneOf: [ref('schemas', 'File'), { type: 'null' }], description: `The file once finished (its \`file_id\`: ${file_id.description})` },

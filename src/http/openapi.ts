@@ -156,7 +156,7 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
           '403': error(`${codes('plan_without_api_access')} (no rate-limit headers), ${codes('file_too_large')} (sent as soon as the count passes \`max_file_size\`; the connection is then closed) or ${codes('daily_upload_limit')} (uploads for this UTC day used up), or ${codes('storage_quota_exceeded')} (the account's stored bytes would pass the plan's \`max_total_size\`; cut as soon as the count passes the free space, and the connection is closed). No request point is spent.`),
           '408': uploadTooSlow,
           '429': uploadTooMany,
-          '503': error(`${codes('store_unavailable')}: the object store failed; nothing was stored. ${codes('server_busy')}: too many uploads in flight on this instance.`, { 'Retry-After': ref('headers', 'Retry-After') }),
+          '503': error(`${codes('store_unavailable')}: the object store failed; nothing was stored. ${codes('server_busy')}: too many uploads in flight on this instance, or this account holds its share of them (all but a quarter of \`UPLOAD_CONCURRENCY\`).`, { 'Retry-After': ref('headers', 'Retry-After') }),
         },
       },
     },
@@ -195,7 +195,7 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
             limits: object({
               max_file_size: bytes('Largest allowed file size'),
               daily_uploads: count('Uploads allowed per UTC day.'),
-              concurrent_uploads: { type: ['integer', 'null'], minimum: 1, description: 'Uploads (plain, and tus requests with a body) the account may run at once on all instances; null: no cap. One more is 429 `too_many_uploads`.', examples: [4] },
+              concurrent_uploads: { type: 'integer', minimum: 1, description: 'Uploads (plain, and tus requests with a body) the account may run at once on all instances; for a plan that sets none, the instance default (`ACCOUNT_UPLOAD_CONCURRENCY`). One more is 429 `too_many_uploads`.', examples: [4] },
               max_total_size: { type: ['integer', 'null'], format: 'int64', minimum: 1, description: 'Bytes the account may store in all; null: no limit. An upload that would pass it is 403 `storage_quota_exceeded`.', examples: [107374182400, null] },
               max_expires_in: { type: ['integer', 'null'], minimum: 1, description: 'Longest `expires_in` (seconds) an upload may ask for, and what uploads without one get; null: files may live for ever.', examples: [2592000, null] },
             }),

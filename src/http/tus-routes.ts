@@ -19,6 +19,7 @@ import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
 import type { Metrics } from '../metrics.js';
 import type { AuthState } from './auth.js';
 import { formatDate, presentFile } from './present.js';
+import { listUploads } from './upload-list.js';
 import {
   checkTusVersion,
   parseChecksum,
@@ -95,6 +96,7 @@ export function tusRoutes(router: Router<AuthState>, guard: Middleware<AuthState
   router.patch('/uploads/:id', closeUnreadBody, ...guarded, (ctx) => appendToUpload(tus, ctx));
   router.delete('/uploads/:id', ...guarded, (ctx) => terminateUpload(tus, ctx));
   router.get('/uploads/:id', ...guarded, (ctx) => uploadAsJson(tus, ctx));
+  router.get('/uploads', ...guarded, (ctx) => listUploads(tus.resumable, tus.base, ctx));
 }
 
 /** An upload slot (the instance's gate and the account's concurrent uploads), released by calling what it returns. */

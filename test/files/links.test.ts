@@ -277,6 +277,26 @@ for (const backend of backends) {
       expect(await codeOf(files.openDownload(link.token, () => ({ range: { start: 0, end: 0 } })))).to.equal('link_exhausted');
     });
 
+    it('when a download stopped early took under an eighth of the file, then a whole download still opens (once), but a range gets no slack (issue 38)', async () => {
+      const file = await newFile('0123456789abcdef'); // 16 bytes: budget 16, slack 2
+      const link = (await links.create(accountId, file.id, { maxDownloads: 1 }))!;
+      const early = (await files.openDownload(link.token, whole))!;
+      early.body!.destroy();
+      await early.settle(2); // it acknowledged 2 bytes
+      const range = () => ({ range: { start: 2, end: 15 } });
+      const recipient = (await files.openDownload(link.token, whole))!;
+      expect(await text(recipient.body)).to.equal('0123456789abcdef');
+      await recipient.settle(recipient.length);
+      // Used up: 18 of 16 + 2 taken; no second whole download, and no range either.
+      expect(await codeOf(files.openDownload(link.token, whole))).to.equal('link_exhausted');
+      expect(await codeOf(files.openDownload(link.token, range))).to.equal('link_exhausted');
+      const fresh = (await links.create(accountId, file.id, { maxDownloads: 1 }))!;
+      const taken = (await files.openDownload(fresh.token, whole))!;
+      taken.body!.destroy();
+      await taken.settle(3); // 3 bytes: more than the slack
+      expect(await codeOf(files.openDownload(fresh.token, whole))).to.equal('link_exhausted');
+    });
+
     it('when a link of an empty file has max_downloads 2, then two downloads open and the third is link_exhausted', async () => {
       const file = await newFile('');
       const link = (await links.create(accountId, file.id, { maxDownloads: 2 }))!;

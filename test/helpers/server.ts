@@ -79,6 +79,8 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
     requests_per_day: 1_000_000,
     max_file_size: 5368709120,
     daily_uploads: 1_000_000,
+    // Suites race many uploads from one account; the per-account cap's tests set their own plans.
+    concurrent_uploads: 100_000,
   });
 
   const admin = (method: string, path: string, body?: unknown) => adminCall(server, method, path, body);

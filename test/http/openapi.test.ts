@@ -104,7 +104,7 @@ describe('OpenAPI document', () => {
     expect(api.map(({ path, method }) => `${method} ${path}`).sort()).to.deep.equal(
       [
         'delete /files/{file_id}', 'delete /files/{file_id}/links/{link_id}', 'delete /uploads/{upload_id}', 'get /files', 'get /files/{file_id}',
-        'get /files/{file_id}/links', 'get /stats', 'get /uploads/{upload_id}', 'head /uploads/{upload_id}', 'options /uploads', 'patch /uploads/{upload_id}',
+        'get /files/{file_id}/links', 'get /stats', 'get /uploads', 'get /uploads/{upload_id}', 'head /uploads/{upload_id}', 'options /uploads', 'patch /uploads/{upload_id}',
         'post /files/upload', 'post /files/{file_id}/links', 'post /uploads',
       ],
     );

@@ -291,7 +291,7 @@ if (redisUrl) {
       });
 
       it('when 16 uploads race across both instances for a quota of 5, then exactly 5 succeed', async () => {
-        await a.plan('five-uploads', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 1000, daily_uploads: 5 });
+        await a.plan('five-uploads', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 1000, daily_uploads: 5, concurrent_uploads: 16 });
         const { apiKey } = await a.account('five-uploads');
         const results = await Promise.all(
           Array.from({ length: 16 }, (_, i) => uploadFile((i % 2 ? a : b).server.url, apiKey, `race-${i}.txt`, `content ${i}`)),

@@ -121,6 +121,20 @@ for (const backend of backends) {
       expect(await bytesOf(t, accountId)).to.deep.equal({ total: 70_000, reserved: 0 });
     });
 
+    it("when a resumable upload holds more room than it stored (a request that ended untrimmed), then its resume uses that room, not the quota's rest (issue 38)", async () => {
+      const { apiKey, accountId } = await t.account('quota-100k');
+      const created = await create(t.server.url, apiKey, { length: 100_000 });
+      const url = uploadUrl(t.server.url, created);
+      expect((await patch(url, apiKey, 0, randomBytes(40_000))).status).to.equal(204);
+      // As a request that died before trimming its block leaves it: the upload holds the whole quota.
+      const { storageKey } = await t.server.db.prisma.resumableUpload.findFirstOrThrow({ where: { accountId } });
+      expect(await new StorageQuota(t.server.db.prisma).reserve(accountId, storageKey, 60_000, 100_000, false)).to.equal(60_000);
+      expect(await bytesOf(t, accountId)).to.deep.equal({ total: 0, reserved: 100_000 });
+      const resumed = await patch(url, apiKey, 40_000, randomBytes(60_000));
+      expect([resumed.status, resumed.body?.error?.code]).to.deep.equal([204, undefined]);
+      expect(await bytesOf(t, accountId)).to.deep.equal({ total: 100_000, reserved: 0 });
+    });
+
     it('when an upload crashed holding a reservation, then the sweep gives it back with the record', async () => {
       const { apiKey, accountId } = await t.account('quota-100k');
       const prisma = t.server.db.prisma;

@@ -247,7 +247,7 @@ for (const backend of backends) {
 
     describe('daily upload quota', () => {
       before(async () => {
-        await t.plan('five-a-day', { api_access: true, requests_per_minute: 1000, requests_per_day: 10000, max_file_size: 1000, daily_uploads: 5 });
+        await t.plan('five-a-day', { api_access: true, requests_per_minute: 1000, requests_per_day: 10000, max_file_size: 1000, daily_uploads: 5, concurrent_uploads: 16 });
       });
 
       it('when 16 uploads race for a quota of 5, then exactly 5 succeed and the rest get 403 daily_upload_limit', async () => {

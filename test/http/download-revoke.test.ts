@@ -1,0 +1,130 @@
+// A revoked link ends its downloads in flight (issue 38, 7): revoking a link
+// or deleting its file on one instance ends the downloads of it on every
+// instance within seconds, where they used to run to their end (a 20 MiB
+// download at 1 MB/s finished in full after revocation). The notice goes
+// over PostgreSQL NOTIFY, or Redis when set; a check of the links in flight
+// every CHECK_MS ends them even when no notice comes.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { CHECK_MS } from '../../src/files/live-downloads.js';
+import { call, upload } from '../helpers/client.js';
+import { backends } from '../helpers/databases.js';
+import { freshPrefix, redisUrl } from '../helpers/redis.js';
+import { startTwoInstances, type TestServer } from '../helpers/server.js';
+
+const SIZE = 32 * 1024 * 1024;
+/** Well under CHECK_MS: an end this quick came by the notice, not the check. */
+const NOTICE_MS = 1500;
+
+/** GETs `url` on a raw socket, reading one chunk every 50 ms (about 1 MB/s: 30 s for the file); `ended` resolves when the server ends it. */
+function slowDownload(url: string) {
+  const { hostname, port, pathname } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let bytes = 0;
+  let endedAt: number | undefined;
+  let resolveStarted!: () => void;
+  const started = new Promise<void>((resolve) => (resolveStarted = resolve));
+  socket.write(`GET ${pathname} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`);
+  socket.on('data', (chunk: Buffer) => {
+    if (bytes === 0) resolveStarted();
+    bytes += chunk.length;
+    socket.pause();
+  });
+  const timer = setInterval(() => socket.resume(), 50);
+  socket.on('error', () => {});
+  const ended = new Promise<void>((resolve) =>
+    socket.on('close', () => {
+      endedAt = Date.now();
+      clearInterval(timer);
+      resolve();
+    }),
+  );
+  return {
+    started,
+    /** Resolves with the bytes read and when the connection ended, or undefined for a download still running after `ms`. */
+    endedWithin: async (ms: number) => {
+      await Promise.race([ended, new Promise((r) => setTimeout(r, ms))]);
+      return endedAt === undefined ? undefined : { bytes, at: endedAt };
+    },
+    close: () => {
+      clearInterval(timer);
+      socket.destroy();
+    },
+  };
+}
+
+const settings = [
+  { label: 'PostgreSQL NOTIFY', env: {} as Record<string, string> },
+  ...(redisUrl ? [{ label: 'Redis', env: () => ({ REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix() }) }] : []),
+];
+
+if (backends.includes('postgresql')) {
+  for (const { label, env } of settings) {
+    describe(`downloads of a revoked link across two instances (${label})`, function () {
+      this.timeout(60_000);
+      let a: TestServer;
+      let b: TestServer;
+      let close: () => Promise<void>;
+      let dataDir: string;
+      let key: string;
+      const downloads: ReturnType<typeof slowDownload>[] = [];
+
+      before(async () => {
+        // One local store for both, through one folder, as a network file system would share it.
+        dataDir = await mkdtemp(join(tmpdir(), 'dropstream-revoke-'));
+        const shared = { ...(typeof env === 'function' ? env() : env), DATA_DIR: dataDir };
+        ({ a, b, close } = await startTwoInstances(shared, shared));
+        key = (await a.account()).apiKey;
+      });
+      afterEach(() => downloads.splice(0).forEach((d) => d.close()));
+      after(async () => {
+        await close?.();
+        await rm(dataDir, { recursive: true, force: true });
+      });
+
+      /** A 32 MiB file uploaded on A, a slow download of it running on B, and the file's primary link. */
+      async function downloadingOnB() {
+        const res = await upload(a.server.url, key, [{ name: 'file', filename: 'big.bin', content: randomBytes(SIZE) }]);
+        expect(res.status).to.equal(201);
+        const file = res.body;
+        const download = slowDownload(b.url(file.public_link));
+        downloads.push(download);
+        await download.started;
+        const links = (await call(a.url(`/api/v1/files/${file.file_id}/links`), { key })).body.links;
+        return { download, fileId: file.file_id as number, linkId: links[0].link_id as string };
+      }
+
+      it(`when a link is revoked on A, then its download on B ends within ${NOTICE_MS} ms, long before its last byte`, async () => {
+        const { download, fileId, linkId } = await downloadingOnB();
+        const revoked = Date.now();
+        expect((await call(a.url(`/api/v1/files/${fileId}/links/${linkId}`), { method: 'DELETE', key })).status).to.equal(200);
+        const ended = await download.endedWithin(NOTICE_MS);
+        expect(ended, 'the download still runs').to.not.equal(undefined);
+        expect(ended!.at - revoked).to.be.below(NOTICE_MS);
+        expect(ended!.bytes).to.be.below(SIZE / 2);
+      });
+
+      it(`when the file is deleted on A, then its download on B ends within ${NOTICE_MS} ms`, async () => {
+        const { download, fileId } = await downloadingOnB();
+        const deleted = Date.now();
+        expect((await call(a.url(`/api/v1/files/${fileId}`), { method: 'DELETE', key })).status).to.equal(200);
+        const ended = await download.endedWithin(NOTICE_MS);
+        expect(ended, 'the download still runs').to.not.equal(undefined);
+        expect(ended!.at - deleted).to.be.below(NOTICE_MS);
+        expect(ended!.bytes).to.be.below(SIZE / 2);
+      });
+
+      it(`when a link goes without a notice (removed in the database), then its download ends at the next check, within ${CHECK_MS / 1000} s and a second`, async () => {
+        const { download, linkId } = await downloadingOnB();
+        await b.server.db.prisma.link.delete({ where: { id: linkId } });
+        const ended = await download.endedWithin(CHECK_MS + 1000);
+        expect(ended, 'the download still runs').to.not.equal(undefined);
+        expect(ended!.bytes).to.be.below(SIZE / 2);
+      });
+    });
+  }
+}
