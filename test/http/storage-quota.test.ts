@@ -267,12 +267,18 @@ if (backends.includes('postgresql')) {
       it(`when two instances race 8 resumable uploads into the last 1 MiB of a quota (${store} store), then stored and reserved bytes never pass it, the refused are cut keeping what they stored, and once those are terminated what is left still fits`, async () => {
         const two = await twoWithQuota(store);
         try {
+          // All 8 are created first: a creation is refused up front once the
+          // bytes that PATCHes in flight reserve leave no room for its length,
+          // and the race is between the bodies.
+          const urls: string[] = [];
+          for (let i = 0; i < 8; i++) {
+            const t = i % 2 ? two.b : two.a;
+            const created = await create(t.server.url, two.apiKey, { length: size, filename: `race${i}.bin` });
+            expect(created.status, created.text).to.equal(201);
+            urls.push(uploadUrl(t.server.url, created));
+          }
           const outcomes = await Promise.all(
-            Array.from({ length: 8 }, async (_, i) => {
-              const t = i % 2 ? two.b : two.a;
-              const created = await create(t.server.url, two.apiKey, { length: size, filename: `race${i}.bin` });
-              expect(created.status, created.text).to.equal(201);
-              const url = uploadUrl(t.server.url, created);
+            urls.map(async (url) => {
               const res = await patch(url, two.apiKey, 0, randomBytes(size));
               return { url, status: res.status, code: res.body?.error?.code as string | undefined, offset: Number(res.headers.get('upload-offset')) };
             }),
