@@ -77,6 +77,9 @@ const schema = z
     RESUMABLE_TAKEOVER_TIMEOUT: integer(0, 600).default(10),
     AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
+    WEBHOOK_MAX_BACKOFF: integer(1, 86_400).default(300),
+    WEBHOOK_RETRY_HOURS: integer(1, 30 * 24).default(72),
+    WEBHOOK_ALLOW_PRIVATE: flag.default(false),
   })
   .superRefine((env, ctx) => {
     if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
@@ -188,6 +191,8 @@ const schema = z
     /** Failed API keys, and unknown download links, allowed per client address and minute before 429. */
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     linkFailureLimit: env.LINK_FAILURE_LIMIT,
+    /** Webhook deliveries (src/webhooks/relay.ts): the longest wait between tries, how long an event is tried, and whether private addresses may receive. */
+    webhooks: { maxBackoffSeconds: env.WEBHOOK_MAX_BACKOFF, retryHours: env.WEBHOOK_RETRY_HOURS, allowPrivate: env.WEBHOOK_ALLOW_PRIVATE },
     /** Where objects go: DATA_DIR/objects, or S3 (STORE, or S3_BUCKET when STORE is unset). */
     store: env.STORE ?? (env.S3_BUCKET ? 's3' : 'local'),
     /** The S3 settings, present when the store is S3. */

@@ -37,6 +37,8 @@ import { StoreHealth } from './storage/store-health.js';
 import { HEALTH_PATHS } from './http/health-routes.js';
 import type { StoreCallObserver } from './storage/store-deadlines.js';
 import { growYoungGenerationWithLoad } from './young-generation.js';
+import { WebhookEndpoints } from './webhooks/endpoints.js';
+import { Relay, type RelayOptions } from './webhooks/relay.js';
 
 export interface RunningServer {
   /** Address of the public listener (the port is real when config asked for 0). */
@@ -114,6 +116,8 @@ async function checkReadiness(db: Database, store: ObjectStore, health: StoreHea
 export interface ServerOptions {
   /** How often a streaming upload touches its pending record (src/files/upload.ts, a minute by default). */
   uploadHeartbeatMs?: number;
+  /** The webhook relay's timers (src/webhooks/relay.ts: timeout, poll, first backoff, retry window). */
+  webhooks?: Partial<Pick<RelayOptions, 'timeoutMs' | 'pollMs' | 'baseBackoffMs' | 'retryWindowMs'>>;
 }
 
 /** Objects without resources of their own that every step reports to. */
@@ -187,6 +191,7 @@ interface Services {
   files: FileService;
   resumable: ResumableUploads;
   accountSlots: AccountSlots;
+  webhooks: WebhookEndpoints;
   adminToken: string;
   sweep: (graceSeconds?: number) => Promise<Awaited<ReturnType<Sweeper['sweep']>>>;
 }
@@ -238,7 +243,18 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
     onRedisError: (err) => logger.warn({ err: (err as Error).message }, 'redis failed: upload slots counted per instance'),
   });
   closers.add('account slots', () => accountSlots.close());
-  return { accounts, plans, files, resumable, accountSlots, adminToken, sweep };
+  // Every instance relays webhook messages; closed before the database it settles them in.
+  const relay = new Relay({
+    prisma: db.prisma,
+    logger,
+    allowPrivate: config.webhooks.allowPrivate,
+    maxBackoffMs: config.webhooks.maxBackoffSeconds * 1000,
+    retryWindowMs: config.webhooks.retryHours * 3600 * 1000,
+    ...options.webhooks,
+  });
+  relay.start();
+  closers.add('webhook relay', () => relay.close());
+  return { accounts, plans, files, resumable, accountSlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
 }
 
 /** The public and the admin app; `state.draining` turns readiness off during a shutdown. */
@@ -249,6 +265,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     accounts: services.accounts,
     files: services.files,
     resumable: services.resumable,
+    webhooks: services.webhooks,
     uploadGate: tools.uploadGate,
     accountSlots: services.accountSlots,
     bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },
