@@ -125,7 +125,8 @@ export async function removeFileRow(prisma: PrismaClient, accountId: number, fil
 /**
  * Removes up to `limit` files whose expires_at has passed (the oldest
  * first), as removeFileRow does one: rows, counters and the queueing of
- * their objects in one statement; the sweep then removes the objects.
+ * their objects, and their file.deleted webhook messages, in one statement;
+ * the sweep then removes the objects.
  * Returns how many files went. SKIP LOCKED: sweeps on several instances
  * take different files.
  */
@@ -134,12 +135,12 @@ export async function removeExpiredFiles(prisma: PrismaClient, now: Date, limit:
     WITH due AS (
       SELECT id FROM files WHERE expires_at <= ${now}::timestamp(3) ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
     ), removed AS (
-      DELETE FROM files WHERE id IN (SELECT id FROM due) RETURNING account_id, size, storage_key
+      DELETE FROM files WHERE id IN (SELECT id FROM due) RETURNING *
     ), queued AS (${queueRemovalsSql('removed', now)}), counted AS (
       UPDATE accounts SET file_count = file_count - gone.files, total_bytes = total_bytes - gone.bytes
       FROM (SELECT account_id, count(*)::integer AS files, sum(size)::bigint AS bytes FROM removed GROUP BY account_id) gone
       WHERE accounts.id = gone.account_id
-    )
+    ), evented AS (${fileEventSql('file.deleted', 'removed', now)})
     SELECT storage_key FROM removed`;
   return rows.length;
 }

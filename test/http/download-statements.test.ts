@@ -20,7 +20,8 @@ if (backends.includes('postgresql')) {
     const query = pg.Client.prototype.query;
 
     before(async () => {
-      t = await startTestServer('postgresql');
+      // Every statement of the process counts here: the webhook relay's look for due messages (once a second) is put off.
+      t = await startTestServer('postgresql', {}, undefined, { webhooks: { pollMs: 3_600_000 } });
       ({ apiKey: key } = await t.account());
       pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
         const first = args[0] as string | { text?: string };
