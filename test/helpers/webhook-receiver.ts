@@ -29,6 +29,12 @@ export interface Receiver {
   /** The secrets each request is verified with (set once the webhook is created). */
   secrets: string[];
   behaviour: Behaviour | ((request: number) => Behaviour);
+  /** Milliseconds each request is held before its answer. */
+  delayMs: number;
+  /** The most requests it held at once. */
+  maxConcurrent: number;
+  /** An answer of its own instead of 204/500 (e.g. a redirect). */
+  answer?: (res: ServerResponse) => void;
   /** Stops listening: senders meet connection refused. */
   down(): Promise<void>;
   /** Listens again on the same port. */
@@ -36,9 +42,16 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(port = 0): Promise<Receiver> {
+/** Requests held at once over several receivers, and the most seen. */
+export interface Gauge {
+  now: number;
+  max: number;
+}
+
+export async function startReceiver(port = 0, gauge: Gauge = { now: 0, max: 0 }): Promise<Receiver> {
   const sockets = new Set<Socket>();
   let count = 0;
+  let concurrent = 0;
   const receiver: Receiver = {
     url: '',
     port: 0,
@@ -46,6 +59,8 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     cut: [],
     secrets: [],
     behaviour: 'ok',
+    delayMs: 0,
+    maxConcurrent: 0,
     async down() {
       for (const socket of sockets) socket.destroy();
       server.close();
@@ -78,6 +93,14 @@ export async function startReceiver(port = 0): Promise<Receiver> {
       res.on('close', () => receiver.cut.push({ id: headers['webhook-id'], at: Date.now(), startedAt }));
       return;
     }
+    concurrent++;
+    gauge.now++;
+    receiver.maxConcurrent = Math.max(receiver.maxConcurrent, concurrent);
+    gauge.max = Math.max(gauge.max, gauge.now);
+    if (receiver.delayMs) await new Promise((r) => setTimeout(r, receiver.delayMs));
+    concurrent--;
+    gauge.now--;
+    if (receiver.answer) return receiver.answer(res);
     receiver.received.push({ id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], signature: headers['webhook-signature'], body, event: JSON.parse(body), verified, at: Date.now() });
     res.statusCode = behaviour === 'ok' ? 204 : 500;
     res.end(behaviour === 'ok' ? undefined : 'receiver says no');

@@ -14,7 +14,8 @@ import { backends, createTestDatabase } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 import { create, patch, uploadUrl } from '../helpers/tus.js';
-import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
+import { startReceiver, type Gauge, type Receiver } from '../helpers/webhook-receiver.js';
+import { RELAY_DEFAULTS } from '../../src/webhooks/relay.js';
 
 /** Short timers: tries a second apart at most, a look for due messages every 50 ms. */
 const FAST = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_MAX_BACKOFF: '1' };
@@ -125,6 +126,44 @@ for (const backend of backends) {
       expect(waited).to.be.within(900, 5000);
       expect(receiver.received[0]!.id).to.equal(receiver.cut[0]!.id);
       expect(receiver.received[0]!.verified[0]).to.equal(true);
+    });
+
+    it('when a receiver answers with a redirect, then it is not followed and the delivery counts as failed', async () => {
+      const target = await startReceiver();
+      try {
+        const id = await subscribe(t, key, receiver);
+        receiver.answer = (res) => res.writeHead(307, { Location: target.url }).end();
+        await uploadFile(t.server.url, key, 'redirected.txt', 'moved');
+        const [delivery] = await eventually(() => deliveries(t, key, id), (d) => d[0]?.attempts >= 2);
+        expect(delivery).to.include({ status: 'pending', last_status: 307 });
+        expect(target.received).to.have.length(0);
+      } finally {
+        await target.close();
+      }
+    });
+
+    it(`when events pile up for slow receivers, then at most ${RELAY_DEFAULTS.perEndpoint} sends run per webhook and ${RELAY_DEFAULTS.concurrency} in all`, async () => {
+      const gauge: Gauge = { now: 0, max: 0 };
+      const slow = await Promise.all(Array.from({ length: 5 }, () => startReceiver(0, gauge)));
+      const storm = (from: number) => Promise.all(Array.from({ length: 20 }, (_, i) => uploadFile(t.server.url, key, `storm-${from + i}.txt`, `storm ${from + i}`)));
+      const delivered = async () => slow.reduce((n, r) => n + new Set(r.received.map((x) => x.id)).size, 0);
+      try {
+        for (const r of slow) r.delayMs = 150;
+        // One webhook alone with 20 due messages: the instance could send 16 at once, but not to one webhook.
+        await subscribe(t, key, slow[0]!, ['file.uploaded']);
+        await storm(0);
+        await eventually(delivered, (n) => n >= 20, 30_000);
+        expect(slow[0]!.maxConcurrent).to.be.within(2, RELAY_DEFAULTS.perEndpoint);
+        // Five webhooks with 20 each: more than the instance's cap could go at once.
+        for (const r of slow.slice(1)) await subscribe(t, key, r, ['file.uploaded']);
+        await storm(20);
+        await eventually(delivered, (n) => n >= 120, 30_000);
+        expect(slow.map((r) => new Set(r.received.map((x) => x.id)).size)).to.deep.equal([40, 20, 20, 20, 20]);
+        for (const r of slow) expect(r.maxConcurrent).to.be.within(1, RELAY_DEFAULTS.perEndpoint);
+        expect(gauge.max).to.be.within(RELAY_DEFAULTS.perEndpoint + 1, RELAY_DEFAULTS.concurrency);
+      } finally {
+        await Promise.all(slow.map((r) => r.close()));
+      }
     });
 
     it('when the secret is rotated, then deliveries carry two signatures and both the old and the new secret verify', async () => {
