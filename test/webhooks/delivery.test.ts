@@ -166,6 +166,33 @@ for (const backend of backends) {
       }
     });
 
+    it('when a receiver answers with an endless body, then the relay reads a few KiB, hangs up and records the status', async () => {
+      // A 10 s timeout here: only reading the answer at most a few KiB ends the try sooner.
+      const patient = await startTestServer(backend, FAST, undefined, { webhooks: { ...FAST_RELAY.webhooks, timeoutMs: 10_000 } });
+      try {
+        const { apiKey } = await patient.account();
+        const id = await subscribe(patient, apiKey, receiver);
+        const closed: number[] = [];
+        receiver.answer = (res) => {
+          const started = Date.now();
+          res.writeHead(500, { 'Content-Type': 'text/plain' });
+          const chunk = Buffer.alloc(64 * 1024, 'x');
+          const timer = setInterval(() => res.write(chunk), 5);
+          res.on('close', () => {
+            clearInterval(timer);
+            closed.push(Date.now() - started);
+          });
+        };
+        await uploadFile(patient.server.url, apiKey, 'endless.txt', 'endless');
+        const [delivery] = await eventually(() => deliveries(patient, apiKey, id), (d) => d[0]?.last_status === 500, 15_000);
+        expect(delivery.last_status).to.equal(500);
+        expect(delivery.last_error.length).to.be.below(300);
+        expect(closed[0]).to.be.below(5000);
+      } finally {
+        await patient.close();
+      }
+    });
+
     it('when the secret is rotated, then deliveries carry two signatures and both the old and the new secret verify', async () => {
       const id = await subscribe(t, key, receiver);
       const old = receiver.secrets[0]!;
