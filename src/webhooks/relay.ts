@@ -37,7 +37,7 @@ export interface RelayOptions {
 /** Defaults, documented in docs/webhooks.md. */
 export const RELAY_DEFAULTS = { baseBackoffMs: 1000, timeoutMs: 10_000, pollMs: 1000, concurrency: 16, perEndpoint: 4 };
 
-/** Due messages read per look: a few more than can be sent, so busy endpoints do not hide others. */
+/** Due messages read per look (at most perEndpoint of each endpoint). */
 const CANDIDATES = 100;
 
 /** How long past the send's deadline a claim holds (the settle's own round trip, a slow database). */
@@ -117,9 +117,14 @@ export class Relay {
     const free = concurrency - this.inFlight;
     if (free <= 0) return;
     const now = new Date();
+    // The oldest few due messages of each endpoint, not the oldest overall: a
+    // backlog of one endpoint (a slow receiver, a storm) must not hold back the
+    // others' messages behind it (tenants share the relay).
     const due = await prisma.$queryRaw<{ id: string; endpoint_id: string }[]>`
-      SELECT id, endpoint_id FROM webhook_messages WHERE next_attempt_at <= ${now}::timestamp(3)
-      ORDER BY next_attempt_at LIMIT ${CANDIDATES}`;
+      SELECT id, endpoint_id FROM (
+        SELECT id, endpoint_id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at) AS nth
+        FROM webhook_messages WHERE next_attempt_at <= ${now}::timestamp(3)
+      ) due WHERE nth <= ${perEndpoint} ORDER BY next_attempt_at LIMIT ${CANDIDATES}`;
     // Per endpoint at most perEndpoint in flight here; the rest wait for a later look.
     const taken = new Map<string, number>();
     const ids: string[] = [];

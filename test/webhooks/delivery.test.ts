@@ -193,6 +193,28 @@ for (const backend of backends) {
       }
     });
 
+    it("when one webhook has a backlog of 400 due messages, then another webhook's event is not held behind it", async () => {
+      const busy = await startReceiver();
+      try {
+        busy.delayMs = 150;
+        const busyId = await subscribe(t, key, busy, ['file.deleted']);
+        await subscribe(t, key, receiver, ['file.uploaded']);
+        // The backlog, written straight into the outbox: 400 messages due now.
+        const now = new Date();
+        await t.server.db.prisma.webhookMessage.createMany({
+          data: Array.from({ length: 400 }, (_, i) => ({ id: `msg_${String(i).padStart(32, '0')}${busyId.slice(3, 8)}`, endpointId: busyId, type: 'file.deleted', body: '{}', nextAttemptAt: now, createdAt: now })),
+        });
+        await eventually(async () => busy.maxConcurrent, (n) => n >= 1);
+        await uploadFile(t.server.url, key, 'not-held.txt', 'not held');
+        await eventually(async () => receiver.received.length, (n) => n >= 1, 20_000);
+        // Sent with the backlog's first few, not after the 300 a look ordered by time alone would put first.
+        expect(busy.received.length).to.be.below(100);
+        await call(t.url(`/api/v1/webhooks/${busyId}`), { method: 'DELETE', key });
+      } finally {
+        await busy.close();
+      }
+    });
+
     it('when the secret is rotated, then deliveries carry two signatures and both the old and the new secret verify', async () => {
       const id = await subscribe(t, key, receiver);
       const old = receiver.secrets[0]!;
