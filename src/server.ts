@@ -250,6 +250,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
     allowPrivate: config.webhooks.allowPrivate,
     maxBackoffMs: config.webhooks.maxBackoffSeconds * 1000,
     retryWindowMs: config.webhooks.retryHours * 3600 * 1000,
+    onOutcome: (outcome) => tools.metrics.webhookDeliveries.inc({ outcome }),
     ...options.webhooks,
   });
   relay.start();

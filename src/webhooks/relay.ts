@@ -32,10 +32,12 @@ export interface RelayOptions {
   concurrency?: number;
   /** Sends in flight on this instance to one endpoint. */
   perEndpoint?: number;
+  /** Told how each try ended (the composition root counts them in /metrics). */
+  onOutcome?: (outcome: 'delivered' | 'failed' | 'given_up') => void;
 }
 
 /** Defaults, documented in docs/webhooks.md. */
-export const RELAY_DEFAULTS = { baseBackoffMs: 1000, timeoutMs: 10_000, pollMs: 1000, concurrency: 16, perEndpoint: 4 };
+export const RELAY_DEFAULTS = { baseBackoffMs: 1000, timeoutMs: 10_000, pollMs: 1000, concurrency: 16, perEndpoint: 4, onOutcome: () => {} };
 
 /** Due messages read per look (at most perEndpoint of each endpoint). */
 const CANDIDATES = 100;
@@ -122,8 +124,9 @@ export class Relay {
     // others' messages behind it (tenants share the relay).
     const due = await prisma.$queryRaw<{ id: string; endpoint_id: string }[]>`
       SELECT id, endpoint_id FROM (
-        SELECT id, endpoint_id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at) AS nth
-        FROM webhook_messages WHERE next_attempt_at <= ${now}::timestamp(3)
+        SELECT m.id, m.endpoint_id, m.next_attempt_at, row_number() OVER (PARTITION BY m.endpoint_id ORDER BY m.next_attempt_at) AS nth
+        FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id AND e.disabled_at IS NULL
+        WHERE m.next_attempt_at <= ${now}::timestamp(3)
       ) due WHERE nth <= ${perEndpoint} ORDER BY next_attempt_at LIMIT ${CANDIDATES}`;
     // Per endpoint at most perEndpoint in flight here; the rest wait for a later look.
     const taken = new Map<string, number>();
@@ -186,6 +189,7 @@ export class Relay {
       await prisma.$executeRaw`
         UPDATE webhook_messages SET delivered_at = ${now}::timestamp(3), next_attempt_at = NULL, last_status = ${result.status ?? null}, last_error = NULL
         WHERE id = ${message.id}`;
+      this.options.onOutcome('delivered');
       return;
     }
     const error = result.error.slice(0, 500);
@@ -197,12 +201,15 @@ export class Relay {
     logger.debug({ message_id: message.id, attempts: message.attempts, status: result.status, error }, 'webhook delivery failed');
     const next = new Date(now.getTime() + backoffMs(message.attempts, this.options.baseBackoffMs, this.options.maxBackoffMs));
     if (next.getTime() <= message.created_at.getTime() + this.options.retryWindowMs) {
+      // Not when its endpoint was disabled meanwhile (that stopped the message: next_attempt_at NULL).
       await prisma.$executeRaw`
         UPDATE webhook_messages SET next_attempt_at = ${next}::timestamp(3), last_status = ${result.status ?? null}, last_error = ${error}
-        WHERE id = ${message.id}`;
+        WHERE id = ${message.id} AND next_attempt_at IS NOT NULL`;
+      this.options.onOutcome('failed');
       return;
     }
     await this.giveUp(message, result.status ?? null, error, now);
+    this.options.onOutcome('given_up');
   }
 
   /**

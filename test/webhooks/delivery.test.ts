@@ -34,6 +34,12 @@ async function subscribe(t: TestServer, key: string, receiver: Receiver, events?
   return res.body.webhook.webhook_id;
 }
 
+/** dropstream_webhook_deliveries_total of `t`, by outcome. */
+async function outcomes(t: TestServer): Promise<Record<string, number>> {
+  const metric = await t.server.metrics.webhookDeliveries.get();
+  return Object.fromEntries(metric.values.map((v) => [String(v.labels.outcome), v.value]));
+}
+
 const deliveries = async (t: TestServer, key: string, id: string) => (await call(t.url(`/api/v1/webhooks/${id}/deliveries`), { key })).body.deliveries;
 
 for (const backend of backends) {
@@ -67,6 +73,7 @@ for (const backend of backends) {
       expect(got!.event.data.sha256).to.equal(createHash('sha256').update('hello webhooks').digest('hex'));
       const [delivery] = await eventually(() => deliveries(t, key, id), (d) => d[0]?.status === 'delivered');
       expect(delivery).to.include({ message_id: got!.id, type: 'file.uploaded', status: 'delivered', attempts: 1, last_status: 204, next_attempt_at: null });
+      expect((await outcomes(t)).delivered).to.be.at.least(1);
     });
 
     it('when a resumable (tus) upload finishes, then file.uploaded is delivered, signed', async () => {
@@ -240,6 +247,11 @@ for (const backend of backends) {
         const shown = await deliveries(quick, apiKey, id);
         expect(shown.map((d: any) => d.status)).to.deep.equal(['failed', 'failed']);
         expect(shown.some((d: any) => d.last_status === 500)).to.equal(true);
+        const counted = await outcomes(quick);
+        // One gives up and disables the webhook, which stops the other (or both ran out on their own).
+        expect(counted.given_up).to.be.within(1, 2);
+        expect(counted.failed).to.be.at.least(2);
+        expect(counted.delivered ?? 0).to.equal(0);
         const before = receiver.received.length;
         await uploadFile(quick.server.url, apiKey, 'z.txt', 'z');
         await new Promise((r) => setTimeout(r, 500));
