@@ -24,6 +24,8 @@ export interface Receiver {
   url: string;
   port: number;
   received: Received[];
+  /** Requests held by 'hang' whose connection is still open. */
+  hanging: number;
   /** Hanging requests whose connection the sender closed, with when. */
   cut: { id: string; at: number; startedAt: number }[];
   /** The secrets each request is verified with (set once the webhook is created). */
@@ -57,6 +59,7 @@ export async function startReceiver(port = 0, gauge: Gauge = { now: 0, max: 0 })
     port: 0,
     received: [],
     cut: [],
+    hanging: 0,
     secrets: [],
     behaviour: 'ok',
     delayMs: 0,
@@ -90,7 +93,11 @@ export async function startReceiver(port = 0, gauge: Gauge = { now: 0, max: 0 })
     const behaviour = typeof receiver.behaviour === 'function' ? receiver.behaviour(++count) : receiver.behaviour;
     if (behaviour === 'hang') {
       const startedAt = Date.now();
-      res.on('close', () => receiver.cut.push({ id: headers['webhook-id'], at: Date.now(), startedAt }));
+      receiver.hanging++;
+      res.on('close', () => {
+        receiver.hanging--;
+        receiver.cut.push({ id: headers['webhook-id'], at: Date.now(), startedAt });
+      });
       return;
     }
     concurrent++;

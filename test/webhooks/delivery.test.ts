@@ -282,6 +282,40 @@ for (const backend of backends) {
       }
     });
 
+    it('when the server shuts down during a send to a hanging receiver, then close() does not wait out the timeout and the next start sends it again', async () => {
+      const receiver = await startReceiver();
+      const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-webhooks-'));
+      const database = backend === 'postgresql' ? await createTestDatabase() : undefined;
+      const env = { ...FAST, DATA_DIR: dataDir, ...(database ? { DATABASE_URL: database.url } : {}) };
+      const patient = { webhooks: { ...FAST_RELAY.webhooks, timeoutMs: 20_000 } };
+      try {
+        let t = await startTestServer(backend, env, undefined, patient);
+        const { apiKey } = await t.account();
+        const id = await subscribe(t, apiKey, receiver);
+        receiver.behaviour = (n) => (n === 1 ? 'hang' : 'ok');
+        await uploadFile(t.server.url, apiKey, 'in-flight.txt', 'in flight');
+        await eventually(async () => receiver.hanging, (n) => n >= 1);
+        const started = Date.now();
+        await t.close();
+        expect(Date.now() - started).to.be.below(10_000);
+        await eventually(async () => receiver.cut.length, (n) => n >= 1);
+        t = await startTestServer(backend, env, undefined, patient);
+        try {
+          await eventually(async () => receiver.received.length, (n) => n >= 1, 10_000);
+          expect(receiver.received.map((r) => [r.id, r.verified[0]])).to.deep.equal([[receiver.cut[0]!.id, true]]);
+          // The cut try was handed back, not counted against the message.
+          const [delivery] = await eventually(() => deliveries(t, apiKey, id), (d) => d[0]?.status === 'delivered');
+          expect(delivery.attempts).to.equal(1);
+        } finally {
+          await t.close();
+        }
+      } finally {
+        await receiver.close();
+        await database?.drop();
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    });
+
     it('when the server restarts with messages pending, then nothing is lost', async () => {
       const receiver = await startReceiver();
       const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-webhooks-'));
