@@ -26,12 +26,15 @@ import { singleHeaders } from './http/single-headers.js';
 import type { FailureLimits } from './limits/failure-limits.js';
 import type { RequestLimits } from './limits/request-limits.js';
 import type { Metrics } from './metrics.js';
+import type { WebhookEndpoints } from './webhooks/endpoints.js';
 
 export interface AppDeps {
   accounts: AccountService;
   files: FileService;
   /** Resumable uploads (tus) under /api/v1/uploads. */
   resumable?: ResumableUploads;
+  /** The account's webhooks under /api/v1/webhooks. */
+  webhooks?: WebhookEndpoints;
   uploadGate: UploadGate;
   /** Uploads per account at once (the plan's concurrent_uploads). */
   accountSlots: AccountSlots;
@@ -75,7 +78,7 @@ export function createApp(deps: AppDeps): Koa {
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, uploadGate, accountSlots: deps.accountSlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable });
+  const api = apiRoutes({ accounts, files, uploadGate, accountSlots: deps.accountSlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks });
   const downloads = downloadRoutes({ files, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',

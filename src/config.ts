@@ -123,6 +123,9 @@ const schema = z
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
     LINK_PASSWORD_FAILURE_LIMIT: integer(1, 1_000_000).default(100),
     LINK_PASSWORD_LOCK: integer(1, 30 * 86_400).default(3600),
+    WEBHOOK_MAX_BACKOFF: integer(1, 86_400).default(300),
+    WEBHOOK_RETRY_HOURS: integer(1, 30 * 24).default(72),
+    WEBHOOK_ALLOW_PRIVATE: flag.default(false),
   })
   .superRefine((env, ctx) => {
     if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
@@ -256,6 +259,8 @@ const schema = z
      * password, right or wrong, for LINK_PASSWORD_LOCK seconds.
      */
     linkPasswordLimit: { failures: env.LINK_PASSWORD_FAILURE_LIMIT, windowSeconds: env.LINK_PASSWORD_LOCK, lockSeconds: env.LINK_PASSWORD_LOCK },
+    /** Webhook deliveries (src/webhooks/relay.ts): the longest wait between tries, how long an event is tried, and whether private addresses may receive. */
+    webhooks: { maxBackoffSeconds: env.WEBHOOK_MAX_BACKOFF, retryHours: env.WEBHOOK_RETRY_HOURS, allowPrivate: env.WEBHOOK_ALLOW_PRIVATE },
     /** Where objects go: DATA_DIR/objects, or S3 (STORE, or S3_BUCKET when STORE is unset). */
     store: env.STORE ?? (env.S3_BUCKET ? 's3' : 'local'),
     /** The S3 settings, present when the store is S3. */

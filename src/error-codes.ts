@@ -36,6 +36,7 @@ export const ERROR_CODES = {
   upload_length_exceeded: { status: 400, meaning: 'The body goes past the upload\'s Upload-Length.' },
   invalid_request: { status: 400, meaning: 'Admin API: a field of the JSON body is missing or invalid.' },
   invalid_json: { status: 400, meaning: 'The body is not a JSON object (admin API, and a new link\'s options).' },
+  invalid_webhook: { status: 400, meaning: 'A new webhook\'s JSON is not {"url": an http(s) URL, "events": event types} (no other fields).' },
   unknown_field: { status: 400, meaning: 'The JSON body of a new link has a field other than expires_in, max_downloads and password.' },
   // 401, 403: who is asking, and what their plan allows.
   missing_api_key: { status: 401, meaning: 'The request has no Authorization header with a Bearer API key.' },
@@ -46,12 +47,14 @@ export const ERROR_CODES = {
   plan_without_api_access: { status: 403, meaning: 'The account\'s plan does not include the API.' },
   file_too_large: { status: 403, meaning: 'The file is larger than the plan\'s max_file_size.' },
   storage_quota_exceeded: { status: 403, meaning: 'The upload would take the account\'s stored bytes past the plan\'s max_total_size.' },
+  webhook_limit: { status: 403, meaning: 'The account already has as many webhooks as allowed (10); delete one first.' },
   daily_upload_limit: { status: 403, meaning: 'The plan\'s uploads for this UTC day are used up.' },
   // 404, 405: nothing there.
   not_found: { status: 404, meaning: 'No such route.' },
   file_not_found: { status: 404, meaning: 'No such file in this account, or no such download link.' },
   link_not_found: { status: 404, meaning: 'No such link on this file.' },
   upload_not_found: { status: 404, meaning: 'No such resumable upload in this account, or it expired.' },
+  webhook_not_found: { status: 404, meaning: 'No such webhook in this account.' },
   account_not_found: { status: 404, meaning: 'Admin API: no such account.' },
   plan_not_found: { status: 404, meaning: 'Admin API: no such plan.' },
   method_not_allowed: { status: 405, meaning: 'The route exists, but not with this method (see Allow).' },

@@ -49,6 +49,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookDeliveries = new Counter({
+    name: 'dropstream_webhook_deliveries_total',
+    help: 'Tries of webhook deliveries by this instance, by outcome (delivered, failed: tried again later, given_up: past WEBHOOK_RETRY_HOURS)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly storeErrors = new Counter({
     name: 'dropstream_store_errors_total',
     help: 'Object store failures seen by requests or clean-up',

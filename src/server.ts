@@ -40,6 +40,8 @@ import { HEALTH_PATHS } from './http/health-routes.js';
 import { untrustedForwardLog } from './http/client-address.js';
 import type { StoreCallObserver } from './storage/store-deadlines.js';
 import { growYoungGenerationWithLoad } from './young-generation.js';
+import { WebhookEndpoints } from './webhooks/endpoints.js';
+import { Relay, type RelayOptions } from './webhooks/relay.js';
 
 export interface RunningServer {
   /** Address of the public listener (the port is real when config asked for 0). */
@@ -119,6 +121,8 @@ export interface ServerOptions {
   uploadHeartbeatMs?: number;
   /** How long an API key's caller is cached without a change notice (a second by default). */
   callerCacheMs?: number;
+  /** The webhook relay's timers (src/webhooks/relay.ts: timeout, poll, first backoff, retry window). */
+  webhooks?: Partial<Pick<RelayOptions, 'timeoutMs' | 'pollMs' | 'baseBackoffMs' | 'retryWindowMs'>>;
 }
 
 /** Objects without resources of their own that every step reports to. */
@@ -192,6 +196,7 @@ interface Services {
   files: FileService;
   resumable: ResumableUploads;
   accountSlots: AccountSlots;
+  webhooks: WebhookEndpoints;
   adminToken: string;
   sweep: (graceSeconds?: number) => Promise<Awaited<ReturnType<Sweeper['sweep']>>>;
 }
@@ -245,7 +250,19 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
     onRedisError: (err) => logger.warn({ err: (err as Error).message }, 'redis failed: upload slots counted per instance'),
   });
   closers.add('account slots', () => accountSlots.close());
-  return { accounts, plans, files, resumable, accountSlots, adminToken, sweep };
+  // Every instance relays webhook messages; closed before the database it settles them in.
+  const relay = new Relay({
+    prisma: db.prisma,
+    logger,
+    allowPrivate: config.webhooks.allowPrivate,
+    maxBackoffMs: config.webhooks.maxBackoffSeconds * 1000,
+    retryWindowMs: config.webhooks.retryHours * 3600 * 1000,
+    onOutcome: (outcome) => tools.metrics.webhookDeliveries.inc({ outcome }),
+    ...options.webhooks,
+  });
+  relay.start();
+  closers.add('webhook relay', () => relay.close());
+  return { accounts, plans, files, resumable, accountSlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
 }
 
 /**
@@ -279,6 +296,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     accounts: services.accounts,
     files: services.files,
     resumable: services.resumable,
+    webhooks: services.webhooks,
     uploadGate: tools.uploadGate,
     accountSlots: services.accountSlots,
     bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },

@@ -11,6 +11,7 @@ import { newLinkToken, primaryLinkSql, type LinkRules } from './links.js';
 import { claimForFileSql, queueRemovalsSql } from './pending.js';
 import { after } from './upload-options.js';
 import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';
+import { fileEventSql } from '../webhooks/events.js';
 
 /** A complete object, ready to become a file. */
 export interface StoredFile {
@@ -37,8 +38,8 @@ export class UploadSweptError extends Error {
 
 /**
  * Makes a stored object a file: drops its pending_objects record, inserts
- * the file row and its primary link (links.ts) and adds it to the account's
- * counters, all or nothing. Every
+ * the file row and its primary link (links.ts), adds it to the account's
+ * counters and writes its file.uploaded webhook messages, all or nothing. Every
  * way of uploading ends here (multipart today, resumable uploads too). If the
  * record is gone or claimed (the sweeper judged the upload abandoned),
  * nothing is written and UploadSweptError is thrown; the caller then
@@ -95,7 +96,7 @@ async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): P
       UPDATE accounts SET file_count = file_count + 1, total_bytes = total_bytes + inserted.size,
         reserved_bytes = accounts.reserved_bytes - claimed.reserved_bytes
       FROM inserted, claimed WHERE accounts.id = inserted.account_id
-    )
+    ), evented AS (${fileEventSql('file.uploaded', 'inserted', now)})
     SELECT id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at FROM inserted`;
   const row = rows[0];
   if (!row) throw new UploadSweptError(file.storageKey);
@@ -103,19 +104,20 @@ async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): P
 }
 
 /**
- * Removes the account's file row, takes it off the counters and queues its
- * object for removal (pending_objects, reason "delete"), all or nothing.
+ * Removes the account's file row, takes it off the counters, queues its
+ * object for removal (pending_objects, reason "delete") and writes its
+ * file.deleted webhook messages, all or nothing.
  * Returns the object's key, or undefined when the account has no such file.
  */
 export async function removeFileRow(prisma: PrismaClient, accountId: number, fileId: number): Promise<string | undefined> {
   const now = new Date();
   const rows = await prisma.$queryRaw<{ storage_key: string }[]>`
     WITH removed AS (
-      DELETE FROM files WHERE id = ${fileId} AND account_id = ${accountId} RETURNING account_id, size, storage_key
+      DELETE FROM files WHERE id = ${fileId} AND account_id = ${accountId} RETURNING *
     ), queued AS (${queueRemovalsSql('removed', now)}), counted AS (
       UPDATE accounts SET file_count = file_count - 1, total_bytes = total_bytes - removed.size
       FROM removed WHERE accounts.id = removed.account_id
-    )
+    ), evented AS (${fileEventSql('file.deleted', 'removed', now)})
     SELECT storage_key FROM removed`;
   return rows[0]?.storage_key;
 }
@@ -123,7 +125,8 @@ export async function removeFileRow(prisma: PrismaClient, accountId: number, fil
 /**
  * Removes up to `limit` files whose expires_at has passed (the oldest
  * first), as removeFileRow does one: rows, counters and the queueing of
- * their objects in one statement; the sweep then removes the objects.
+ * their objects, and their file.deleted webhook messages, in one statement;
+ * the sweep then removes the objects.
  * Returns how many files went. SKIP LOCKED: sweeps on several instances
  * take different files.
  */
@@ -132,12 +135,12 @@ export async function removeExpiredFiles(prisma: PrismaClient, now: Date, limit:
     WITH due AS (
       SELECT id FROM files WHERE expires_at <= ${now}::timestamp(3) ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
     ), removed AS (
-      DELETE FROM files WHERE id IN (SELECT id FROM due) RETURNING account_id, size, storage_key
+      DELETE FROM files WHERE id IN (SELECT id FROM due) RETURNING *
     ), queued AS (${queueRemovalsSql('removed', now)}), counted AS (
       UPDATE accounts SET file_count = file_count - gone.files, total_bytes = total_bytes - gone.bytes
       FROM (SELECT account_id, count(*)::integer AS files, sum(size)::bigint AS bytes FROM removed GROUP BY account_id) gone
       WHERE accounts.id = gone.account_id
-    )
+    ), evented AS (${fileEventSql('file.deleted', 'removed', now)})
     SELECT storage_key FROM removed`;
   return rows.length;
 }

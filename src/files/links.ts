@@ -10,6 +10,7 @@
 // UPDATE, which PostgreSQL serialises on the row, so budgets hold across
 // concurrent requests and instances.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { fileEventSql, linkExhaustedSql } from '../webhooks/events.js';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';
 
@@ -218,11 +219,19 @@ export class FileLinks {
       UPDATE links SET bytes_served = greatest(bytes_served - ${BigInt(bytes)}, 0) WHERE id = ${linkId}`;
   }
 
-  /** One more complete download, on the link and on its file (the spec's download_count), in one statement. */
+  /**
+   * One more complete download, on the link and on its file (the spec's
+   * download_count), with its webhook messages (file.downloaded, and
+   * link.exhausted when the link just reached max_downloads), in one statement.
+   */
   async countDownload(linkId: string, fileId: number): Promise<void> {
-    await this.prisma.$executeRaw`
-      WITH link AS (UPDATE links SET download_count = download_count + 1 WHERE id = ${linkId})
-      UPDATE files SET download_count = download_count + 1 WHERE id = ${fileId}`;
+    const now = new Date();
+    await this.prisma.$queryRaw`
+      WITH link AS (UPDATE links SET download_count = download_count + 1 WHERE id = ${linkId} RETURNING *),
+      counted AS (UPDATE files SET download_count = download_count + 1 WHERE id = ${fileId} RETURNING *),
+      downloaded AS (${fileEventSql('file.downloaded', 'counted', now)}),
+      exhausted AS (${linkExhaustedSql('link', 'counted', now)})
+      SELECT 1 AS counted`;
   }
 }
 

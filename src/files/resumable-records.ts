@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import type { ResumableState } from '../storage/resumable.js';
+import { uploadExpiredSql } from '../webhooks/events.js';
 import type { PendingObjects, PendingRecord } from './pending.js';
 import { toFileRecord, type FileRecord } from './record.js';
 
@@ -49,6 +50,8 @@ export interface RemovalClaim {
   pending?: PendingRecord;
   /** The removal's lease on the row. */
   token: string;
+  /** Removed by the sweep for its expiry (not by its client): forgetting it writes upload.expired. */
+  expired?: boolean;
 }
 
 const toRow = (row: Row): ResumableRow => ({
@@ -209,7 +212,7 @@ export class ResumableRecords {
       if (!row) return undefined;
       const pending = await this.pending.resumableRecord(tx, row.storageKey);
       if (!pending) await tx.resumableUpload.delete({ where: { id } });
-      return { row: toRow(row), pending, token: claim.token };
+      return { row: toRow(row), pending, token: claim.token, expired: !('token' in where) };
     });
   }
 
@@ -223,7 +226,10 @@ export class ResumableRecords {
     return this.prisma.$transaction(async (tx) => {
       const { count } = await tx.resumableUpload.deleteMany({ where: { id: claimed.row.id, lockToken: claimed.token } });
       if (count === 0) return false;
-      return this.pending.forgetResumable(tx, claimed.row.storageKey);
+      const forgotten = await this.pending.forgetResumable(tx, claimed.row.storageKey);
+      // Swept unfinished: the upload.expired messages commit with the forgetting, or neither.
+      if (forgotten && claimed.expired) await tx.$executeRaw(uploadExpiredSql(claimed.row, new Date()));
+      return forgotten;
     });
   }
 

@@ -19,6 +19,8 @@ import type { ResumableUploads } from '../files/resumable.js';
 import { tusRoutes } from './tus-routes.js';
 import { pagination, parseListQuery } from './list-query.js';
 import { linkRoutes } from './link-routes.js';
+import type { WebhookEndpoints } from '../webhooks/endpoints.js';
+import { webhookRoutes } from './webhook-routes.js';
 
 export interface ApiDeps {
   accounts: AccountService;
@@ -36,6 +38,8 @@ export interface ApiDeps {
   publicUrl: string;
   /** Resumable uploads (tus); absent: no /uploads routes. */
   resumable?: ResumableUploads;
+  /** The account's webhooks; absent: no /webhooks routes. */
+  webhooks?: WebhookEndpoints;
 }
 
 /** File ids are drawn from 1..MAX_FILE_ID (src/files/file-rows.ts): ten digits at most. */
@@ -48,7 +52,7 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable }: ApiDeps) {
+export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
@@ -88,6 +92,8 @@ export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate,
   }
 
   linkRoutes(router, guard, { files, publicUrl, parseFileId });
+
+  if (webhooks) webhookRoutes(router, guard, { webhooks });
 
   if (resumable) tusRoutes(router, guard, { resumable, uploadGate, accountSlots, bodyRate, metrics, publicUrl });
 

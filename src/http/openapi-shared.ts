@@ -37,6 +37,8 @@ export interface OpenApiDocument {
   servers: Array<{ url: string; description?: string }>;
   tags: Array<{ name: string; description: string }>;
   paths: Record<string, PathItem>;
+  /** What the service sends (OpenAPI 3.1): the webhook events, by type. */
+  webhooks?: Record<string, PathItem>;
   components: {
     schemas: Record<string, Schema>;
     responses: Record<string, Response>;

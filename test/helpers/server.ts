@@ -109,10 +109,14 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
 }
 
 /** Two servers on one new PostgreSQL database (each with its own settings on top of DATABASE_URL); close() stops both and drops it. */
-export async function startTwoInstances(envA: Record<string, string> = {}, envB: Record<string, string> = envA): Promise<{ a: TestServer; b: TestServer; close(): Promise<void> }> {
+export async function startTwoInstances(
+  envA: Record<string, string> = {},
+  envB: Record<string, string> = envA,
+  options?: ServerOptions,
+): Promise<{ a: TestServer; b: TestServer; close(): Promise<void> }> {
   const db = await createTestDatabase();
-  const a = await startTestServer('postgresql', { ...envA, DATABASE_URL: db.url });
-  const b = await startTestServer('postgresql', { ...envB, DATABASE_URL: db.url });
+  const a = await startTestServer('postgresql', { ...envA, DATABASE_URL: db.url }, undefined, options);
+  const b = await startTestServer('postgresql', { ...envB, DATABASE_URL: db.url }, undefined, options);
   return {
     a,
     b,

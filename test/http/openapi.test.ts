@@ -7,7 +7,8 @@ import formats from 'ajv-formats';
 import { expect } from 'chai';
 import { openApiDocument, type Operation, type Ref, type Response, type Schema } from '../../src/http/openapi.js';
 import { backends } from '../helpers/databases.js';
-import { call, uploadFile, type ApiResponse } from '../helpers/client.js';
+import { call, upload, uploadFile, type ApiResponse } from '../helpers/client.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
 import { create, head, patch, terminate, uploadUrl } from '../helpers/tus.js';
 import { sharedServer } from '../helpers/shared.js';
@@ -47,7 +48,7 @@ function newAjv() {
   // ajv-formats is CommonJS; under NodeNext its function is typed as `.default` (also there at run time).
   formats.default(ajv);
   // The document's own fields are not JSON Schema keywords.
-  ajv.addVocabulary(['openapi', 'info', 'servers', 'tags', 'paths', 'components']);
+  ajv.addVocabulary(['openapi', 'info', 'servers', 'tags', 'paths', 'webhooks', 'components']);
   ajv.addSchema({ ...doc, $id: DOC_ID });
   return ajv;
 }
@@ -106,7 +107,8 @@ describe('OpenAPI document', () => {
         'delete /files/{file_id}', 'delete /files/{file_id}/links/{link_id}', 'delete /uploads/{upload_id}', 'get /files', 'get /files/{file_id}',
         'get /files/{file_id}/links', 'get /stats', 'get /uploads', 'get /uploads/{upload_id}', 'head /uploads/{upload_id}', 'options /uploads', 'patch /uploads/{upload_id}',
         'post /files/upload', 'post /files/{file_id}/links', 'post /uploads',
-      ],
+        'delete /webhooks/{webhook_id}', 'get /webhooks', 'get /webhooks/{webhook_id}/deliveries', 'post /webhooks', 'post /webhooks/{webhook_id}/rotate-secret',
+      ].sort(),
     );
     for (const { path, method, op } of api) {
       expect(op.security, `${method} ${path}`).to.deep.equal([{ bearerAuth: [] }]);
@@ -308,6 +310,37 @@ for (const backend of backends) {
       const exhausted = await call(t.url(limited.public_link));
       expect(exhausted.status).to.equal(410);
       expectDocumented(exhausted, '/download/{token}', 'get');
+    });
+
+    it('when webhooks are made, refused, listed, rotated, asked for deliveries and removed, then every answer matches the document, and so do the events written', async () => {
+      const { apiKey: own } = await t.account();
+      const post = (body: string) => call(t.url('/api/v1/webhooks'), { method: 'POST', key: own, headers: { 'Content-Type': 'application/json' }, body });
+      const made = await post(JSON.stringify({ url: 'https://example.com/hook' }));
+      expect(made.status).to.equal(201);
+      expectDocumented(made, '/webhooks', 'post');
+      const refused = await post('{"url":"ftp://example.com"}');
+      expect(refused.status).to.equal(400);
+      expectDocumented(refused, '/webhooks', 'post');
+      const listed = await call(t.url('/api/v1/webhooks'), { key: own });
+      expectDocumented(listed, '/webhooks', 'get');
+      const id = made.body.webhook.webhook_id;
+      expectDocumented(await call(t.url(`/api/v1/webhooks/${id}/rotate-secret`), { method: 'POST', key: own }), '/webhooks/{webhook_id}/rotate-secret', 'post');
+      const file = (await upload(t.server.url, own, [{ name: 'max_downloads', content: '1' }, { name: 'file', filename: 'evented.txt', content: 'events' }])).body;
+      await (await fetch(t.url(file.public_link))).arrayBuffer();
+      expect((await call(t.url(`/api/v1/files/${file.file_id}`), { method: 'DELETE', key: own })).status).to.equal(200);
+      const deliveries = await eventually(() => call(t.url(`/api/v1/webhooks/${id}/deliveries`), { key: own }), (res) => res.body.deliveries.length >= 4);
+      expectDocumented(deliveries, '/webhooks/{webhook_id}/deliveries', 'get');
+      const bodies = await t.server.db.prisma.webhookMessage.findMany({ where: { endpointId: id }, select: { type: true, body: true } });
+      expect(bodies.map((b) => b.type).sort()).to.deep.equal(['file.deleted', 'file.downloaded', 'file.uploaded', 'link.exhausted']);
+      for (const { type, body } of bodies) {
+        const schema = (at(`/webhooks/${type}/post/requestBody/content/application~1json/schema`) as Ref).$ref.split('#')[1]!;
+        expectValid(schemaAt(schema), JSON.parse(body), `the ${type} event`);
+      }
+      const removed = await call(t.url(`/api/v1/webhooks/${id}`), { method: 'DELETE', key: own });
+      expectDocumented(removed, '/webhooks/{webhook_id}', 'delete');
+      const gone = await call(t.url(`/api/v1/webhooks/${id}`), { method: 'DELETE', key: own });
+      expect(gone.status).to.equal(404);
+      expectDocumented(gone, '/webhooks/{webhook_id}', 'delete');
     });
 
     it('when one file is read, then the 200 matches the document', async () => {
