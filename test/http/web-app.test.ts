@@ -9,7 +9,12 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { APP_CSP, WEB_DIST } from '../../src/http/web-app-routes.js';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { pino } from 'pino';
+import { errorResponses } from '../../src/http/errors.js';
+import { APP_CSP, WEB_DIST, webAppRoutes } from '../../src/http/web-app-routes.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { startCuttingProxy } from '../helpers/cutting-proxy.js';
 import { eventually } from '../helpers/raw-upload.js';
@@ -108,8 +113,9 @@ describe('web app (/app)', function () {
     const { page, requests, close } = await open(t.server.url);
     try {
       await signIn(page, 'not-a-key');
-      const alert = page.getByRole('alert');
+      const alert = page.locator('#error');
       await alert.waitFor();
+      expect(await alert.getAttribute('role')).to.equal('alert');
       expect(await alert.textContent()).to.match(/^401: .*API key/i);
       expect(await page.evaluate(() => sessionStorage.length)).to.equal(0);
       await page.screenshot({ path: join(shots, 'sign-in-error.png') });
@@ -201,6 +207,40 @@ describe('web app (/app)', function () {
       expect((await fetch(t.url(rotated))).status).to.equal(200);
     } finally {
       await close();
+    }
+  });
+
+  itWithChromium('when a file is over the plan\'s max_file_size, then the page shows the API\'s 403 from the tus request, not tus-js-client\'s sentence', async () => {
+    await t.plan('web-small', { api_access: true, requests_per_minute: 1_000_000, requests_per_day: 1_000_000, max_file_size: 1000, daily_uploads: 1000 });
+    const { apiKey } = await t.account('web-small');
+    const { page, close } = await open(t.server.url);
+    try {
+      await signIn(page, apiKey);
+      await page.getByRole('heading', { name: 'Files' }).waitFor();
+      const { path } = await file('big.bin', 5000);
+      await choose(page, path);
+      // The page's own alert (Uppy's dashboard shows its own as well).
+      const alert = page.locator('#error');
+      await alert.waitFor();
+      expect(await alert.textContent()).to.match(/^403: The file exceeds the plan's maximum file size/).and.not.include('tus:');
+      await page.screenshot({ path: join(shots, 'upload-error.png'), fullPage: true });
+    } finally {
+      await close();
+    }
+  });
+
+  it('when dist/web was never built, then /app answers 404 naming the command to run', async () => {
+    const app = new Koa();
+    app.use(errorResponses(pino({ level: 'silent' })));
+    app.use(webAppRoutes(join(shots, 'no-build')).routes());
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/app`);
+      expect(res.status).to.equal(404);
+      expect(((await res.json()) as { error: { message: string } }).error.message).to.include('npm run build');
+    } finally {
+      server.close();
     }
   });
 
