@@ -203,6 +203,7 @@ describe('web app (/app)', function () {
       // Revoking the primary gives the file a new one, which the list then shows.
       await panel.getByRole('button', { name: /^Rotate/ }).click();
       const rotated = await eventually(() => listedLink(page, 'shared.txt'), (link) => link !== primary, 10_000);
+      expect(rotated).to.not.equal(primary);
       expect((await fetch(t.url(primary))).status).to.equal(404);
       expect((await fetch(t.url(rotated))).status).to.equal(200);
     } finally {
