@@ -27,6 +27,8 @@ export function startUploader(target: HTMLElement, api: Api, onUploaded: () => v
       headers: { Authorization: api.authorization },
       // Retry a dropped connection by itself: tus asks the server where it stopped and goes on from there.
       retryDelays: [0, 1000, 3000, 5000, 10000],
+      // Uppy's default, said out loud: the page relies on it to resume after a reload.
+      storeFingerprintForResuming: true,
       removeFingerprintOnSuccess: true,
       // The server names the file from `filename`; the rest of Uppy's metadata is of no use to it.
       allowedMetaFields: ['name', 'type'],

@@ -179,6 +179,31 @@ describe('web app (/app)', function () {
     }
   });
 
+  itWithChromium('when the page is reloaded mid-upload and the same file chosen again, then the upload goes on from where it stopped', async () => {
+    const { apiKey } = await t.account();
+    // The connection that passes 8 MiB hangs (relays nothing more); the reload ends it.
+    const proxy = await startCuttingProxy(t.server.url, [], { stallAfter: 8 * MiB });
+    const { page, close } = await open(proxy.url);
+    try {
+      await signIn(page, apiKey);
+      await page.getByRole('heading', { name: 'Files' }).waitFor();
+      const { path, content } = await file('reloaded.bin', 20 * MiB);
+      await choose(page, path);
+      await proxy.stalled();
+      await page.reload();
+      // Still signed in (sessionStorage outlives a reload), and tus finds the upload's URL in localStorage.
+      await page.getByRole('heading', { name: 'Files' }).waitFor();
+      await choose(page, path);
+      const link = await listedLink(page, 'reloaded.bin');
+      expect(sha(Buffer.from(await (await fetch(t.url(link))).arrayBuffer()))).to.equal(sha(content));
+      // A restart would have sent all 20 MiB again after the first 8.
+      expect(proxy.relayed()).to.be.below(8 * MiB + 20 * MiB - 2 * MiB);
+    } finally {
+      await close();
+      await proxy.close();
+    }
+  });
+
   itWithChromium('when a link is created and revoked, and the primary rotated, then the revoked links answer 404 and the file is listed with its new link', async () => {
     const { apiKey } = await t.account();
     const { page, close } = await open(t.server.url);
