@@ -255,6 +255,21 @@ describe('web app (/app)', function () {
     }
   });
 
+  itWithChromium('when the plan\'s requests per minute run out, then the page shows the API\'s 429 with its wait', async () => {
+    // Signing in reads /stats (1), then the page lists files (2) and reads /stats again (3: refused).
+    await t.plan('web-slow', { api_access: true, requests_per_minute: 2, requests_per_day: 1000, max_file_size: 1000, daily_uploads: 1000 });
+    const { apiKey } = await t.account('web-slow');
+    const { page, close } = await open(t.server.url);
+    try {
+      await signIn(page, apiKey);
+      const alert = page.locator('#error');
+      await alert.waitFor();
+      expect(await alert.textContent()).to.match(/^429: .+ \(try again in \d+ s\)$/);
+    } finally {
+      await close();
+    }
+  });
+
   it('when dist/web was never built, then /app answers 404 naming the command to run', async () => {
     const app = new Koa();
     app.use(errorResponses(pino({ level: 'silent' })));
