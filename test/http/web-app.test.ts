@@ -125,11 +125,15 @@ describe('web app (/app)', function () {
     }
   });
 
-  itWithChromium('when an owner signs in and uploads 20 MiB, then the file is listed with its link, which downloads the same bytes, and nothing leaves the origin', async () => {
+  itWithChromium('when an owner opens the page, signs in and uploads 20 MiB, then it paints within 1 s, lists the file with its link, which downloads the same bytes, and nothing leaves the origin', async () => {
     const { apiKey } = await t.account();
     const { page, requests, complaints, close } = await open(t.server.url);
     try {
       await page.screenshot({ path: join(shots, 'sign-in.png') });
+      // First render under 1 s (issue 46): the browser's own first-contentful-paint, from navigation start.
+      const paint = await page.evaluate<number>("performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1");
+      console.log(`      first contentful paint: ${paint.toFixed(0)} ms`);
+      expect(paint).to.be.within(0, 1000);
       await signIn(page, apiKey);
       await page.getByRole('heading', { name: 'Files' }).waitFor();
       expect(await page.evaluate(() => sessionStorage.getItem('dropstream.apiKey'))).to.equal(apiKey);
