@@ -46,6 +46,7 @@ describe('web app (/app)', function () {
   /** A page at `origin` that records every request and every CSP complaint. */
   async function open(origin: string, width = 1100) {
     const context = await (await launch()).newContext({ viewport: { width, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
     const page = await context.newPage();
     const requests: string[] = [];
     const complaints: string[] = [];
@@ -112,7 +113,10 @@ describe('web app (/app)', function () {
   itWithChromium('when a wrong key is entered, then the page shows the API\'s own error and stays signed out', async () => {
     const { page, requests, close } = await open(t.server.url);
     try {
-      await signIn(page, 'not-a-key');
+      // By keyboard alone: the field has the focus, Enter submits.
+      await page.getByLabel('API key').waitFor();
+      await page.keyboard.type('not-a-key');
+      await page.keyboard.press('Enter');
       const alert = page.locator('#error');
       await alert.waitFor();
       expect(await alert.getAttribute('role')).to.equal('alert');
@@ -145,6 +149,11 @@ describe('web app (/app)', function () {
       expect(res.status).to.equal(200);
       expect(sha(Buffer.from(await res.arrayBuffer()))).to.equal(sha(content));
       await page.getByText('Storage used: 20.0 MiB', { exact: false }).or(page.getByText('20.0 MiB (no limit)')).first().waitFor();
+      const row = page.locator('tr.file', { hasText: 'twenty.bin' });
+      await row.getByRole('button', { name: 'Copy link of twenty.bin' }).click();
+      expect(await page.evaluate<string>('navigator.clipboard.readText()')).to.equal(link);
+      await row.getByRole('button', { name: 'QR code of twenty.bin' }).click();
+      await row.getByRole('img', { name: `QR code of ${link}` }).waitFor();
       await page.screenshot({ path: join(shots, 'files.png'), fullPage: true });
       expect(requests.filter((url) => !url.startsWith(t.server.url))).to.deep.equal([]);
       expect(complaints).to.deep.equal([]);
@@ -208,7 +217,7 @@ describe('web app (/app)', function () {
     }
   });
 
-  itWithChromium('when a link is created and revoked, and the primary rotated, then the revoked links answer 404 and the file is listed with its new link', async () => {
+  itWithChromium('when a link is created and revoked, and the primary rotated, then the revoked links answer 404 and the file is listed with its new link, until it is deleted', async () => {
     const { apiKey } = await t.account();
     const { page, close } = await open(t.server.url);
     try {
@@ -235,13 +244,17 @@ describe('web app (/app)', function () {
       expect(rotated).to.not.equal(primary);
       expect((await fetch(t.url(primary))).status).to.equal(404);
       expect((await fetch(t.url(rotated))).status).to.equal(200);
+      // Delete (the confirmation is accepted): the row goes, and so does the file's link.
+      await page.getByRole('button', { name: 'Delete shared.txt' }).click();
+      await page.getByText('No files yet').waitFor();
+      expect((await fetch(t.url(rotated))).status).to.equal(404);
     } finally {
       await close();
     }
   });
 
-  itWithChromium('when a file is over the plan\'s max_file_size, then the page shows the API\'s 403 from the tus request, not tus-js-client\'s sentence', async () => {
-    await t.plan('web-small', { api_access: true, requests_per_minute: 1_000_000, requests_per_day: 1_000_000, max_file_size: 1000, daily_uploads: 1000 });
+  itWithChromium('when a file is over the plan\'s max_file_size, then the page shows the API\'s 403 from the tus request, not tus-js-client\'s sentence, and the storage bar', async () => {
+    await t.plan('web-small', { api_access: true, requests_per_minute: 1_000_000, requests_per_day: 1_000_000, max_file_size: 1000, daily_uploads: 1000, max_total_size: 10 * MiB });
     const { apiKey } = await t.account('web-small');
     const { page, close } = await open(t.server.url);
     try {
@@ -253,6 +266,9 @@ describe('web app (/app)', function () {
       const alert = page.locator('#error');
       await alert.waitFor();
       expect(await alert.textContent()).to.match(/^403: The file exceeds the plan's maximum file size/).and.not.include('tus:');
+      // The plan has a storage limit: a bar (a labelled <meter>) shows what is used of it.
+      const meter = page.getByRole('meter', { name: 'Storage used: 0 B of 10.0 MiB' }).or(page.getByLabel('Storage used: 0 B of 10.0 MiB'));
+      expect(await meter.first().getAttribute('max')).to.equal(String(10 * MiB));
       await page.screenshot({ path: join(shots, 'upload-error.png'), fullPage: true });
     } finally {
       await close();
