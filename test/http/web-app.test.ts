@@ -3,7 +3,7 @@
 // connection, revokes links; and the page loads nothing from elsewhere.
 // Screenshots of each view land in a temporary folder, named in the output.
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile, mkdtemp, writeFile } from 'node:fs/promises';
+import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -35,8 +35,11 @@ describe('web app (/app)', function () {
     shots = await mkdtemp(join(tmpdir(), 'dropstream-web-app-'));
   });
 
+  const inputs: string[] = [];
   after(async () => {
     await browser?.close();
+    // The screenshots stay for a person to look at; the uploaded files go.
+    await Promise.all(inputs.map((path) => rm(path, { force: true })));
     if (browser) console.log(`      web app screenshots: ${shots}`);
   });
 
@@ -68,6 +71,7 @@ describe('web app (/app)', function () {
     const content = randomBytes(bytes);
     const path = join(shots, name);
     await writeFile(path, content);
+    inputs.push(path);
     return { path, content };
   }
 
