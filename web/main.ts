@@ -14,7 +14,15 @@ const KEY = 'dropstream.apiKey';
 const root = document.getElementById('app')!;
 const errorBox = h('div', { id: 'error', role: 'alert', class: 'error', hidden: true });
 
+/** Set while signed in: ends the session (forgets the key, stops uploads). */
+let endSession: (() => void) | undefined;
+
 function report(err: unknown): void {
+  // A key the API no longer takes (rotated, account removed): back to the sign-in form, with the API's words.
+  if (err instanceof ApiError && err.status === 401 && endSession) {
+    endSession();
+    signInView();
+  }
   errorBox.textContent = err instanceof Error ? err.message : String(err);
   errorBox.hidden = false;
 }
@@ -64,8 +72,7 @@ function appView(api: Api): void {
   const files = filesView(api, report, () => void stats.reload());
   const uploads = h('div', { id: 'uploader' });
   const signOut = h('button', { type: 'button', id: 'sign-out', onclick: () => {
-    sessionStorage.removeItem(KEY);
-    stopUploader();
+    endSession?.();
     clearError();
     signInView();
   } }, 'Sign out');
@@ -81,6 +88,11 @@ function appView(api: Api): void {
     void files.reload();
     void stats.reload();
   }, report);
+  endSession = () => {
+    endSession = undefined;
+    sessionStorage.removeItem(KEY);
+    stopUploader();
+  };
   void files.reload();
   void stats.reload();
 }
@@ -88,6 +100,3 @@ function appView(api: Api): void {
 const saved = sessionStorage.getItem(KEY);
 if (saved) appView(new Api(saved));
 else signInView();
-
-// A 401 after signing in (a revoked key) is reported like any error; ApiError is exported for tests' sake.
-export { ApiError };

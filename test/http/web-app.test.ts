@@ -279,6 +279,24 @@ describe('web app (/app)', function () {
     }
   });
 
+  itWithChromium('when the key is rotated while signed in, then the page signs out and shows the API\'s 401', async () => {
+    const { accountId, apiKey } = await t.account();
+    const { page, close } = await open(t.server.url);
+    try {
+      await signIn(page, apiKey);
+      await page.getByRole('heading', { name: 'Files' }).waitFor();
+      await t.admin('POST', `/admin/accounts/${accountId}/keys`);
+      // Once the API refuses the old key, a reload reads the list with it.
+      await eventually(() => fetch(t.url('/api/v1/stats'), { headers: { Authorization: `Bearer ${apiKey}` } }).then((res) => res.status), (status) => status === 401);
+      await page.reload();
+      await page.getByLabel('API key').waitFor();
+      expect(await page.locator('#error').textContent()).to.match(/^401: /);
+      expect(await page.evaluate(() => sessionStorage.length)).to.equal(0);
+    } finally {
+      await close();
+    }
+  });
+
   itWithChromium('when the plan\'s requests per minute run out, then the page shows the API\'s 429 with its wait', async () => {
     // Signing in reads /stats (1), then the page lists files (2) and reads /stats again (3: refused).
     await t.plan('web-slow', { api_access: true, requests_per_minute: 2, requests_per_day: 1000, max_file_size: 1000, daily_uploads: 1000 });
