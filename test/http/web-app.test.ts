@@ -17,6 +17,7 @@ import { errorResponses } from '../../src/http/errors.js';
 import { APP_CSP, WEB_DIST, webAppRoutes } from '../../src/http/web-app-routes.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { startCuttingProxy } from '../helpers/cutting-proxy.js';
+import { uploadFile } from '../helpers/client.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
 import { sharedServer } from '../helpers/shared.js';
@@ -324,6 +325,26 @@ describe('web app (/app)', function () {
       expect(((await res.json()) as { error: { message: string } }).error.message).to.include('npm run build');
     } finally {
       server.close();
+    }
+  });
+
+  itWithChromium('when an account has more files than a page, then the newest come first and Next page shows the rest', async () => {
+    const { apiKey } = await t.account();
+    // One at a time, so each is created after the one before (the list orders by creation time).
+    for (let i = 1; i <= 12; i += 1) expect((await uploadFile(t.server.url, apiKey, `n${String(i).padStart(2, '0')}.txt`, `file ${i}`)).status).to.equal(201);
+    const { page, close } = await open(t.server.url);
+    try {
+      await signIn(page, apiKey);
+      const names = () => page.locator('tr.file td.name').allTextContents();
+      await page.getByText('Page 1 of 2 (12 files)').waitFor();
+      expect(await names()).to.deep.equal(['n12.txt', 'n11.txt', 'n10.txt', 'n09.txt', 'n08.txt', 'n07.txt', 'n06.txt', 'n05.txt', 'n04.txt', 'n03.txt']);
+      expect(await page.getByRole('button', { name: 'Previous page' }).isDisabled()).to.equal(true);
+      await page.getByRole('button', { name: 'Next page' }).click();
+      await page.getByText('Page 2 of 2 (12 files)').waitFor();
+      expect(await names()).to.deep.equal(['n02.txt', 'n01.txt']);
+      expect(await page.getByRole('button', { name: 'Next page' }).isDisabled()).to.equal(true);
+    } finally {
+      await close();
     }
   });
 
