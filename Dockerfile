@@ -28,8 +28,10 @@ COPY tsconfig.json tsconfig.build.json prisma.config.ts ./
 COPY scripts ./scripts
 COPY prisma ./prisma
 COPY src ./src
+# The web app's browser code: the build bundles it into dist/web/ (esbuild).
+COPY web ./web
 # prisma generate (into src/generated) + tsc -p tsconfig.build.json (into dist/,
-# generated client included as dist/generated/prisma).
+# generated client included as dist/generated/prisma) + the web app (dist/web/).
 RUN npm run build
 
 # Keep only what the server loads. --omit=optional as well: the Prisma CLI and

@@ -1,8 +1,9 @@
 // `npm run build`: the Prisma client (scripts/generate.mjs), TypeScript to
 // dist/ (tsconfig.build.json: emit only, no type check; `npm run typecheck`
 // and CI check types), and the embedded database's template
-// (scripts/pglite-template.mjs). Then it stamps dist/ with a hash of what it
-// was built from.
+// (scripts/pglite-template.mjs), and the web app's assets
+// (scripts/build-web.mjs: web/ bundled by esbuild). Then it stamps dist/
+// with a hash of what it was built from.
 //
 // `--if-needed` (postinstall, prestart) builds only when dist/ is missing or
 // was built from other sources, and only when the build tools are
@@ -30,6 +31,8 @@ const INPUTS = [
   'src',
   'prisma',
   'scripts/build.mjs',
+  'scripts/build-web.mjs',
+  'web',
   'scripts/generate.mjs',
   'scripts/pglite-template.mjs',
   'prisma.config.ts',
@@ -74,6 +77,7 @@ function haveBuildTools() {
   try {
     require.resolve('typescript/package.json');
     require.resolve('prisma/package.json');
+    require.resolve('esbuild/package.json');
     return true;
   } catch {
     return false;
@@ -96,7 +100,7 @@ if (ifNeeded && !haveBuildTools()) {
   process.stderr.write(
     stamp
       ? 'dropstream: dist/ was built from other sources and the build tools are not installed; using it as it is\n'
-      : 'dropstream: no build in dist/ and no build tools installed (typescript, prisma): build with `npm ci && npm run build`, or copy dist/ from a build\n',
+      : 'dropstream: no build in dist/ and no build tools installed (typescript, prisma, esbuild): build with `npm ci && npm run build`, or copy dist/ from a build\n',
   );
   process.exit(0);
 }
@@ -105,5 +109,6 @@ run([join(root, 'scripts', 'generate.mjs')]);
 const typescript = dirname(createRequire(join(root, 'package.json')).resolve('typescript/package.json'));
 run([join(typescript, 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')]);
 run([join(root, 'scripts', 'pglite-template.mjs')]);
+run([join(root, 'scripts', 'build-web.mjs')]);
 await writeFile(stampPath, `${hash}\n`);
 if (ifNeeded) console.log(`dropstream: built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s`);

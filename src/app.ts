@@ -18,6 +18,7 @@ import { apiRoutes } from './http/api-routes.js';
 import { downloadRoutes } from './http/download-route.js';
 import { docsRoutes } from './http/docs-routes.js';
 import { homeRoute } from './http/home-route.js';
+import { webAppRoutes } from './http/web-app-routes.js';
 import { errorResponses, lateErrors } from './http/errors.js';
 import { HEALTH_PATHS, healthRoutes } from './http/health-routes.js';
 import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './http/tus-headers.js';
@@ -95,6 +96,8 @@ export function createApp(deps: AppDeps): Koa {
   app.use(healthRoutes(deps.readiness).routes());
   const docs = docsRoutes(publicUrl);
   app.use(docs.routes()).use(docs.allowedMethods());
+  const web = webAppRoutes();
+  app.use(web.routes()).use(web.allowedMethods());
   const home = homeRoute(publicUrl);
   app.use(home.routes()).use(home.allowedMethods());
   return app;

@@ -1,9 +1,9 @@
 // GET / on the public listener: where a person who opened the server's
 // address in a browser (or curl'ed it) goes next, instead of 404 "No such
-// route". Only what this server answers is linked; the web app (/app) does
-// not exist yet, so it is not named.
+// route". Only what this server answers is linked.
 import Router from '@koa/router';
 import { DOCS_PATH, OPENAPI_PATH } from './docs-routes.js';
+import { APP_PATH } from './web-app-routes.js';
 
 const API_PATH = '/api/v1';
 const README = 'README.md in the dropstream repository (and its npm package): running it, curl examples, configuration';
@@ -18,6 +18,7 @@ const page = (publicUrl: string) => `<!DOCTYPE html>
 <h1>dropstream</h1>
 <p>A file-sharing service with a REST API. This server answers:</p>
 <ul>
+<li><a href="${APP_PATH}">the web app</a>: sign in with an API key to upload, list, share and revoke files</li>
 <li><a href="${DOCS_PATH}">API documentation</a> (Swagger UI), and the <a href="${OPENAPI_PATH}">OpenAPI description</a></li>
 <li>the API itself under <code>${publicUrl}${API_PATH}</code> (every request carries <code>Authorization: Bearer &lt;API key&gt;</code>)</li>
 <li>download links, <code>${publicUrl}/download/&lt;token&gt;</code></li>
@@ -34,6 +35,7 @@ export function homeRoute(publicUrl: string) {
   const json = {
     success: true,
     service: 'dropstream',
+    app: `${publicUrl}${APP_PATH}`,
     docs: `${publicUrl}${DOCS_PATH}`,
     openapi: `${publicUrl}${OPENAPI_PATH}`,
     api: `${publicUrl}${API_PATH}`,

@@ -256,14 +256,15 @@ function publicPaths(): Record<string, PathItem> {
     },
     '/openapi.json': { get: plain('getOpenApiDocument', 'This document', 'docs', { '200': { description: 'OpenAPI 3.1.0.', content: json({ type: 'object' }) } }) },
     '/docs': { servers, get: plain('getDocs', 'Interactive documentation (Swagger UI)', 'docs', { '200': { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } }) },
+    '/app': { servers, get: plain('getWebApp', 'The web app for account owners: sign in with an API key, upload, share, revoke (docs/web-app.md)', 'docs', { '200': { description: 'An HTML page (its scripts and styles are under /app/assets/).', content: { 'text/html': { schema: { type: 'string' } } } } }) },
     '/': {
       servers,
-      get: plain('getHome', 'Where to go next: the documentation, the API and the README', 'docs', {
+      get: plain('getHome', 'Where to go next: the web app, the documentation, the API and the README', 'docs', {
         '200': {
           description: 'A small HTML page for a browser (`Accept: text/html`), JSON otherwise.',
           content: {
             'text/html': { schema: { type: 'string' } },
-            ...json(object({ success: { const: true }, service: { const: 'dropstream' }, docs: uri, openapi: uri, api: uri, readme: { type: 'string' } })),
+            ...json(object({ success: { const: true }, service: { const: 'dropstream' }, app: uri, docs: uri, openapi: uri, api: uri, readme: { type: 'string' } })),
           },
         },
       }),

@@ -13,21 +13,21 @@ describe('GET /', () => {
     t = await sharedServer('pglite');
   });
 
-  it('when a browser opens / (Accept: text/html), then a page with no scripts links the docs and the document, and names the API and the README', async () => {
+  it('when a browser opens / (Accept: text/html), then a page with no scripts links the web app, the docs and the document, and names the API and the README', async () => {
     const res = await call(t.url('/'), { headers: { Accept: BROWSER_ACCEPT } });
     expect(res.status).to.equal(200);
     expect(res.headers.get('content-type')).to.match(/^text\/html/);
     expect(res.headers.get('content-security-policy')).to.equal("default-src 'none'");
     expect(res.headers.get('vary')).to.match(/\bAccept\b/);
     const links = [...res.text.matchAll(/\bhref\s*=\s*["']([^"']*)["']/gi)].map((m) => m[1]!);
-    expect(links).to.deep.equal(['/docs', '/api/v1/openapi.json']);
-    // Every link answers: nothing points at a page this server does not have (/app, say).
+    expect(links).to.deep.equal(['/app', '/docs', '/api/v1/openapi.json']);
+    // Every link answers: nothing points at a page this server does not have.
     for (const link of links) expect((await fetch(t.url(link))).status, link).to.equal(200);
     expect(res.text).to.not.match(/<script|<img|<link/i);
     expect(res.text).to.include(`${PUBLIC_URL}/api/v1`).and.include('README.md');
   });
 
-  it('when / is asked for without HTML (curl sends */*), then JSON points at the docs, the document, the API and the README', async () => {
+  it('when / is asked for without HTML (curl sends */*), then JSON points at the web app, the docs, the document, the API and the README', async () => {
     for (const accept of [undefined, '*/*', 'application/json']) {
       const res = await call(t.url('/'), { headers: accept ? { Accept: accept } : {} });
       expect(res.status, String(accept)).to.equal(200);
@@ -35,6 +35,7 @@ describe('GET /', () => {
       expect(res.body, String(accept)).to.deep.equal({
         success: true,
         service: 'dropstream',
+        app: `${PUBLIC_URL}/app`,
         docs: `${PUBLIC_URL}/docs`,
         openapi: `${PUBLIC_URL}/api/v1/openapi.json`,
         api: `${PUBLIC_URL}/api/v1`,

@@ -17,7 +17,7 @@ const doc = openApiDocument(PUBLIC_URL);
 const DOC_ID = 'https://dropstream.test/openapi.json';
 const METHODS = ['get', 'post', 'delete', 'head', 'options', 'patch'] as const;
 /** Operations outside the key-protected API. */
-const PUBLIC_PATHS = ['/download/{token}', '/healthz', '/readyz', '/docs', '/openapi.json', '/'];
+const PUBLIC_PATHS = ['/download/{token}', '/healthz', '/readyz', '/app', '/docs', '/openapi.json', '/'];
 
 const pointerPart = (part: string) => encodeURIComponent(part.replace(/~/g, '~0').replace(/\//g, '~1'));
 
@@ -118,7 +118,7 @@ describe('OpenAPI document', () => {
 
   it('when a public operation is documented, then it needs no key, and only a download has a 401 (a link\'s password, Basic)', () => {
     const open = operations().filter(({ path }) => PUBLIC_PATHS.includes(path));
-    expect(open).to.have.length(7);
+    expect(open).to.have.length(8);
     for (const { path, method, op } of open) {
       expect(op.security, `${method} ${path}`).to.deep.equal([]);
       if (path !== '/download/{token}') expect(op.responses, `${method} ${path}`).to.not.have.property('401');
@@ -127,7 +127,7 @@ describe('OpenAPI document', () => {
   });
 
   it('when a path lives outside /api/v1, then its servers name the root of the origin it is served from', () => {
-    for (const path of ['/download/{token}', '/healthz', '/readyz', '/docs', '/']) {
+    for (const path of ['/download/{token}', '/healthz', '/readyz', '/app', '/docs', '/']) {
       expect(doc.paths[path]?.servers, path).to.deep.equal([{ url: '/', description: 'Outside the versioned API' }]);
     }
     expect(doc.paths['/openapi.json']?.servers).to.equal(undefined);

@@ -1,0 +1,115 @@
+// The web app for account owners (issue 46, docs/web-app.md): an HTML shell
+// at /app and the assets scripts/build-web.mjs bundled into dist/web/. The
+// page uses the public API like any client, same-origin, so it needs no CORS.
+import Router from '@koa/router';
+import { createReadStream } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { notFound } from '../errors.js';
+
+export const APP_PATH = '/app';
+const ASSETS_PATH = `${APP_PATH}/assets`;
+
+/** dist/web/, from src/http/ (tests, tsx) and from dist/http/ (the built server) alike. */
+export const WEB_DIST = fileURLToPath(new URL('../../dist/web/', import.meta.url));
+
+/**
+ * The page may load only our own files. Uppy's stylesheet draws its icons as
+ * data: SVG backgrounds, so images may also be data: (an image cannot run
+ * script); scripts and styles are 'self' only, without 'unsafe-inline' or
+ * 'unsafe-eval'. Uppy sets element styles through the DOM, which CSP allows.
+ */
+export const APP_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const TYPES: Record<string, string> = {
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  txt: 'text/plain; charset=utf-8',
+};
+
+interface Manifest {
+  js: string;
+  css: string;
+  assets: string[];
+}
+
+const shell = ({ js, css }: Manifest) => `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>dropstream</title>
+<link rel="stylesheet" href="${ASSETS_PATH}/${css}">
+<script type="module" src="${ASSETS_PATH}/${js}"></script>
+</head>
+<body>
+<div id="app"><noscript>The dropstream web app needs JavaScript. The API works without it: see /docs.</noscript></div>
+</body>
+</html>
+`;
+
+export function webAppRoutes(dir = WEB_DIST) {
+  const router = new Router();
+  // Read on the first request: a server nobody opens /app on never reads it.
+  // A checkout that was never built answers 404 with the command to run.
+  let loaded: Promise<{ html: string; assets: Set<string> }> | undefined;
+  const load = () =>
+    (loaded ??= readFile(`${dir}/manifest.json`, 'utf8').then((text) => {
+      const manifest = JSON.parse(text) as Manifest;
+      return { html: shell(manifest), assets: new Set(manifest.assets) };
+    }).catch((err) => {
+      loaded = undefined;
+      throw err;
+    }));
+  const built = async () => {
+    try {
+      return await load();
+    } catch {
+      throw notFound('The web app is not built: run `npm run build`');
+    }
+  };
+
+  router.get(APP_PATH, async (ctx) => {
+    const { html } = await built();
+    ctx.set({
+      'Content-Security-Policy': APP_CSP,
+      'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'no-referrer',
+      // The shell names the current assets: always ask again.
+      'Cache-Control': 'no-cache',
+    });
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = html;
+  });
+
+  router.get(`${ASSETS_PATH}/:name`, async (ctx) => {
+    const name = ctx.params.name!;
+    const { assets } = await built();
+    // Only the manifest's names: no path from the URL reaches the file system.
+    if (!assets.has(name)) throw notFound('No such asset');
+    const path = `${dir}/${name}`;
+    const { size } = await stat(path);
+    ctx.type = TYPES[name.slice(name.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
+    ctx.length = size;
+    // The name changes with the content (esbuild's [hash]).
+    ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=31536000, immutable' });
+    if (ctx.method === 'HEAD') {
+      ctx.status = 200;
+      return;
+    }
+    ctx.body = createReadStream(path);
+  });
+
+  return router;
+}

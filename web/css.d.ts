@@ -1,0 +1,2 @@
+// esbuild bundles CSS imported from TypeScript (scripts/build-web.mjs).
+declare module '*.css';
