@@ -60,8 +60,8 @@ for (const backend of backends) {
 
     it('when a method the tus routes do not take reaches /api/v1/uploads, then 405 with the Allow of that path, in the JSON error shape', async () => {
       for (const [path, method, allow] of [
-        ['/api/v1/uploads', 'PUT', 'OPTIONS, POST'],
-        ['/api/v1/uploads', 'GET', 'OPTIONS, POST'],
+        ['/api/v1/uploads', 'PUT', 'GET, HEAD, OPTIONS, POST'],
+        ['/api/v1/uploads', 'DELETE', 'GET, HEAD, OPTIONS, POST'],
         ['/api/v1/uploads/AAAAAAAAAAAAAAAAAAAAAA', 'PUT', 'HEAD, PATCH, DELETE, GET'],
         ['/api/v1/uploads/AAAAAAAAAAAAAAAAAAAAAA', 'POST', 'HEAD, PATCH, DELETE, GET'],
       ] as const) {

