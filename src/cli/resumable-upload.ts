@@ -10,7 +10,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
-import { DetailedError, Upload } from 'tus-js-client';
+import { DetailedError, Upload, type UrlStorage } from 'tus-js-client';
 import { CliError } from './admin-client.js';
 import { createProgress, formatBytes } from './progress.js';
 import { Interrupted, networkError, onSigint, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
@@ -112,16 +112,35 @@ async function send(options: ResumableUploadOptions, { onProgress, onResumed, on
   let sent = 0;
   /** The offset of the first HEAD: only a continued upload starts with one. */
   let continuing = false;
+  // tus-js-client neither waits for the entry it adds nor for its removal
+  // on success: a run that ended soon after could leave the finished upload
+  // in the store (seen in CI). So the adds are tracked here, and the entries
+  // go once they are written.
+  const adding: Promise<unknown>[] = [];
+  const urlStorage: UrlStorage = {
+    findAllUploads: () => store.findAllUploads(),
+    findUploadsByFingerprint: (print) => store.findUploadsByFingerprint(print),
+    removeUpload: (urlStorageKey) => store.removeUpload(urlStorageKey),
+    addUpload: (print, entry) => {
+      const added = store.addUpload(print, entry);
+      adding.push(added);
+      return added;
+    },
+  };
+  const forget = async () => {
+    await Promise.allSettled(adding);
+    for (const entry of await store.findUploadsByFingerprint(fingerprint)) await store.removeUpload(entry.urlStorageKey);
+  };
   const upload: Upload = new Upload(createReadStream(path), {
     endpoint: endpoint.href,
     headers: { Authorization: `Bearer ${key}` },
     metadata: { filename: basename(path), ...options.metadata },
     uploadSize: size,
     retryDelays: RETRY_DELAYS,
-    urlStorage: store,
+    urlStorage,
     fingerprint: async () => fingerprint,
     storeFingerprintForResuming: true,
-    removeFingerprintOnSuccess: true,
+    removeFingerprintOnSuccess: false,
     onShouldRetry: (err, attempt, opts) => {
       if (!reached || !retryable(err as DetailedError)) return false;
       onRetry(opts.retryDelays?.[attempt] ?? 0, retryReason(err as DetailedError));
@@ -164,7 +183,9 @@ async function send(options: ResumableUploadOptions, { onProgress, onResumed, on
   });
   const restoreSigint = onSigint(() => interrupt());
   try {
-    return await Promise.race([finished.promise, interrupted]);
+    const url = await Promise.race([finished.promise, interrupted]);
+    await forget();
+    return url;
   } catch (err) {
     const refused = err instanceof DetailedError && err.originalResponse !== null && !retryable(err);
     if (refused && upload.url) await upload.abort(true).catch(() => {});
