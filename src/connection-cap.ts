@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { clientKey } from './client-key.js';
+import { atMostEvery } from './log-throttle.js';
 import { capConnectionsPerAddress, responding } from './listener.js';
 import type { Metrics } from './metrics.js';
 import { defaultMaxConnections, openFilesLimit } from './open-files.js';
@@ -115,10 +116,9 @@ function oldestIdle(open: Set<Socket>): Socket | undefined {
 
 /** A failed accept (EMFILE) logged at most once a second: a listener at the descriptor limit fails every connection. */
 export function acceptErrorLog(logger: Logger): (err: Error) => void {
-  let last = 0;
+  const due = atMostEvery(1000);
   return (err) => {
-    if (Date.now() - last < 1000) return;
-    last = Date.now();
+    if (!due()) return;
     logger.error({ err }, 'accepting a connection failed');
   };
 }

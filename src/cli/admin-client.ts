@@ -8,7 +8,12 @@ export interface AdminClientOptions {
   /** Base URL of the admin listener. */
   url: string;
   token: string;
+  /** How long one request may take, answer included (60 s): a stalled server must not hold the command forever. */
+  timeoutMs?: number;
 }
+
+/** These requests answer small JSON; even a sweep (`gc`) answers within this. */
+const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Where the admin API is, from the environment: ADMIN_URL, ADMIN_TOKEN, or the token file in DATA_DIR. */
 export async function adminClientOptions(env: NodeJS.ProcessEnv): Promise<AdminClientOptions> {
@@ -32,14 +37,17 @@ export async function adminClientOptions(env: NodeJS.ProcessEnv): Promise<AdminC
 
 /** Calls the admin API; returns the JSON body or throws a CliError with the server's message. */
 export async function adminRequest(options: AdminClientOptions, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const timeoutMs = options.timeoutMs ?? REQUEST_TIMEOUT_MS;
   let response: Response;
   try {
     response = await fetch(new URL(path, options.url), {
       method,
       headers: { Authorization: `Bearer ${options.token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
+    if ((err as Error).name === 'TimeoutError') throw new CliError(`no answer from the admin API at ${options.url} within ${timeoutMs / 1000} s`);
     const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
     throw new CliError(`cannot reach the admin API at ${options.url} (${cause}): is \`dropstream serve\` running?`);
   }

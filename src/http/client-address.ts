@@ -4,6 +4,7 @@ import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import ipaddr from 'ipaddr.js';
 import { clientKey, proxyMatcher } from '../client-key.js';
+import { atMostEvery } from '../log-throttle.js';
 
 export interface ClientAddressOptions {
   /**
@@ -49,10 +50,9 @@ export function clientAddress({ trust, hops, ipv6Prefix, onUntrustedForward }: C
  * proxy, or a proxy the list forgot (whose clients would all count as it).
  */
 export function untrustedForwardLog(logger: Logger): (peer: string) => void {
-  let last = 0;
+  const due = atMostEvery(60_000);
   return (peer) => {
-    if (Date.now() - last < 60_000) return;
-    last = Date.now();
+    if (!due()) return;
     logger.warn({ peer }, 'X-Forwarded-For from a peer that is not in TRUST_PROXY was ignored: a client reaching the app directly, or a proxy missing from the list');
   };
 }

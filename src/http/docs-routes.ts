@@ -1,9 +1,8 @@
 import Router from '@koa/router';
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { notFound } from '../errors.js';
+import { sendStaticFile } from './static-file.js';
 
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 export const DOCS_PATH = '/docs';
@@ -64,17 +63,7 @@ export function docsRoutes(publicUrl: string) {
     const name = ctx.params.name!;
     const type = ASSETS.get(name);
     if (!type) throw notFound('No such asset');
-    const path = join(dir, name);
-    const { size } = await stat(path);
-    ctx.type = type;
-    ctx.length = size;
-    ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=3600' });
-    if (ctx.method === 'HEAD') {
-      ctx.status = 200;
-      return;
-    }
-    // Koa sends a stream body with stream.pipeline and destroys it when the response ends.
-    ctx.body = createReadStream(path);
+    await sendStaticFile(ctx, join(dir, name), type, 'public, max-age=3600');
   });
 
   return router;

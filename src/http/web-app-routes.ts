@@ -2,10 +2,10 @@
 // at /app and the assets scripts/build-web.mjs bundled into dist/web/. The
 // page uses the public API like any client, same-origin, so it needs no CORS.
 import Router from '@koa/router';
-import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { notFound } from '../errors.js';
+import { sendStaticFile } from './static-file.js';
 
 export const APP_PATH = '/app';
 const ASSETS_PATH = `${APP_PATH}/assets`;
@@ -98,17 +98,9 @@ export function webAppRoutes(dir = WEB_DIST) {
     const { assets } = await built();
     // Only the manifest's names: no path from the URL reaches the file system.
     if (!assets.has(name)) throw notFound('No such asset');
-    const path = `${dir}/${name}`;
-    const { size } = await stat(path);
-    ctx.type = TYPES[name.slice(name.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
-    ctx.length = size;
+    const type = TYPES[name.slice(name.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
     // The name changes with the content (esbuild's [hash]).
-    ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=31536000, immutable' });
-    if (ctx.method === 'HEAD') {
-      ctx.status = 200;
-      return;
-    }
-    ctx.body = createReadStream(path);
+    await sendStaticFile(ctx, `${dir}/${name}`, type, 'public, max-age=31536000, immutable');
   });
 
   return router;

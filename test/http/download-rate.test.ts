@@ -7,45 +7,14 @@
 // not catch it: the connection is never silent. The trickling client here
 // reads one chunk every half second (at most 128 KiB/s) from a raw socket.
 import { createHash, randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
 import { expect } from 'chai';
 import { call, upload } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { trickle } from '../helpers/trickle.js';
 
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 const SIZE = 32 * 1024 * 1024;
-
-/** GETs `url` on a raw socket, taking one chunk every `everyMs`; resolves with the bytes read and the ms until the server closed it. */
-function trickle(url: string, everyMs: number, giveUpMs: number): { started: Promise<void>; ended: Promise<{ bytes: number; closedAfterMs: number | undefined }> } {
-  const { hostname, port, pathname } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  const begun = Date.now();
-  let bytes = 0;
-  let resolveStarted!: () => void;
-  const started = new Promise<void>((resolve) => (resolveStarted = resolve));
-  socket.write(`GET ${pathname} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`);
-  socket.on('data', (chunk: Buffer) => {
-    if (bytes === 0) resolveStarted();
-    bytes += chunk.length;
-    socket.pause();
-  });
-  const timer = setInterval(() => socket.resume(), everyMs);
-  const ended = new Promise<{ bytes: number; closedAfterMs: number | undefined }>((resolve) => {
-    const giveUp = setTimeout(() => {
-      clearInterval(timer);
-      socket.destroy();
-      resolve({ bytes, closedAfterMs: undefined });
-    }, giveUpMs);
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      clearTimeout(giveUp);
-      clearInterval(timer);
-      resolve({ bytes, closedAfterMs: Date.now() - begun });
-    });
-  });
-  return { started, ended };
-}
 
 for (const backend of backends) {
   describe(`downloads read too slowly (${backend})`, function () {
@@ -69,15 +38,16 @@ for (const backend of backends) {
       const link = t.url((res.body as { public_link: string }).public_link);
       const firstKiB = () => fetch(link, { headers: { Range: 'bytes=0-1023' } });
 
-      const slow = trickle(link, 500, 30_000);
+      const slow = trickle(link, 500);
       await slow.started;
       // While it holds the budget (the whole file's bytes, reserved for it), nobody else gets a byte.
       const during = await firstKiB();
       expect(during.status, 'during the trickle').to.equal(410);
-      const { bytes, closedAfterMs } = await slow.ended;
-      expect(closedAfterMs, 'the server reset the trickling connection').to.be.a('number');
-      expect(closedAfterMs!).to.be.below(20_000);
-      expect(bytes).to.be.below(SIZE);
+      const ended = await slow.endedWithin(30_000);
+      slow.close();
+      expect(ended, 'the server reset the trickling connection').to.not.equal(undefined);
+      expect(ended!.afterMs).to.be.below(20_000);
+      expect(ended!.bytes).to.be.below(SIZE);
 
       // What never left the server went back to the budget (as the cut connection closed).
       let after = await firstKiB();

@@ -6,7 +6,6 @@
 // every CHECK_MS ends them even when no notice comes.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -15,47 +14,11 @@ import { call, upload } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
 import { startTwoInstances, type TestServer } from '../helpers/server.js';
+import { trickle, type Trickle } from '../helpers/trickle.js';
 
 const SIZE = 32 * 1024 * 1024;
 /** Well under CHECK_MS: an end this quick came by the notice, not the check. */
 const NOTICE_MS = 1500;
-
-/** GETs `url` on a raw socket, reading one chunk every 50 ms (about 1 MB/s: 30 s for the file); `ended` resolves when the server ends it. */
-function slowDownload(url: string) {
-  const { hostname, port, pathname } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  let bytes = 0;
-  let endedAt: number | undefined;
-  let resolveStarted!: () => void;
-  const started = new Promise<void>((resolve) => (resolveStarted = resolve));
-  socket.write(`GET ${pathname} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`);
-  socket.on('data', (chunk: Buffer) => {
-    if (bytes === 0) resolveStarted();
-    bytes += chunk.length;
-    socket.pause();
-  });
-  const timer = setInterval(() => socket.resume(), 50);
-  socket.on('error', () => {});
-  const ended = new Promise<void>((resolve) =>
-    socket.on('close', () => {
-      endedAt = Date.now();
-      clearInterval(timer);
-      resolve();
-    }),
-  );
-  return {
-    started,
-    /** Resolves with the bytes read and when the connection ended, or undefined for a download still running after `ms`. */
-    endedWithin: async (ms: number) => {
-      await Promise.race([ended, new Promise((r) => setTimeout(r, ms))]);
-      return endedAt === undefined ? undefined : { bytes, at: endedAt };
-    },
-    close: () => {
-      clearInterval(timer);
-      socket.destroy();
-    },
-  };
-}
 
 const settings = [
   { label: 'PostgreSQL NOTIFY', env: {} as Record<string, string> },
@@ -71,7 +34,7 @@ if (backends.includes('postgresql')) {
       let close: () => Promise<void>;
       let dataDir: string;
       let key: string;
-      const downloads: ReturnType<typeof slowDownload>[] = [];
+      const downloads: Trickle[] = [];
 
       before(async () => {
         // One local store for both, through one folder, as a network file system would share it.
@@ -91,7 +54,8 @@ if (backends.includes('postgresql')) {
         const res = await upload(a.server.url, key, [{ name: 'file', filename: 'big.bin', content: randomBytes(SIZE) }]);
         expect(res.status).to.equal(201);
         const file = res.body;
-        const download = slowDownload(b.url(file.public_link));
+        // About 1 MB/s: 30 s for the whole file.
+        const download = trickle(b.url(file.public_link), 50);
         downloads.push(download);
         await download.started;
         const links = (await call(a.url(`/api/v1/files/${file.file_id}/links`), { key })).body.links;

@@ -7,10 +7,10 @@
 import { expect } from 'chai';
 import { derivations } from '../../src/files/link-password.js';
 import { call, upload, uploadFile, type ApiResponse } from '../helpers/client.js';
-import { backends, createTestDatabase } from '../helpers/databases.js';
+import { backends } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 
 const basic = (password: string) => `Basic ${Buffer.from(`:${password}`).toString('base64')}`;
 
@@ -134,19 +134,12 @@ if (redisUrl && backends.includes('postgresql')) {
   describe('issue 38, a link\'s wrong passwords across two instances (PostgreSQL + Redis)', () => {
     let a: TestServer;
     let b: TestServer;
-    let drop: () => Promise<void>;
+    let close: () => Promise<void>;
     before(async () => {
-      const db = await createTestDatabase();
-      drop = db.drop;
-      const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix(), TRUST_PROXY: 'true', LINK_PASSWORD_FAILURE_LIMIT: '6' };
-      a = await startTestServer('postgresql', env);
-      b = await startTestServer('postgresql', env);
+      const env = { REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: freshPrefix(), TRUST_PROXY: 'true', LINK_PASSWORD_FAILURE_LIMIT: '6' };
+      ({ a, b, close } = await startTwoInstances(env));
     });
-    after(async () => {
-      await a.close();
-      await b.close();
-      await drop();
-    });
+    after(() => close());
 
     // One after another: a burst on this loaded machine can slow Redis past its 250 ms command timeout, and then each
     // instance counts in its own insurance limiter, as documented for an outage (measured: 12 checked, 6 per instance).

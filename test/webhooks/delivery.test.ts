@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
-import { backends, createTestDatabase } from '../helpers/databases.js';
+import { backends, createTestDatabase, type Backend } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 import { create, patch, uploadUrl } from '../helpers/tus.js';
@@ -41,6 +41,22 @@ async function outcomes(t: TestServer): Promise<Record<string, number>> {
 }
 
 const deliveries = async (t: TestServer, key: string, id: string) => (await call(t.url(`/api/v1/webhooks/${id}/deliveries`), { key })).body.deliveries;
+
+/**
+ * Runs `run` with FAST settings whose data folder and (on PostgreSQL)
+ * database outlive one server, so the test can stop it and start another on
+ * the same data; removes both afterwards.
+ */
+async function restartable(backend: Backend, run: (env: Record<string, string>) => Promise<void>): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-webhooks-'));
+  const database = backend === 'postgresql' ? await createTestDatabase() : undefined;
+  try {
+    await run({ ...FAST, DATA_DIR: dataDir, ...(database ? { DATABASE_URL: database.url } : {}) });
+  } finally {
+    await database?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
 
 for (const backend of backends) {
   describe(`webhook deliveries (${backend})`, function () {
@@ -284,63 +300,57 @@ for (const backend of backends) {
 
     it('when the server shuts down during a send to a hanging receiver, then close() does not wait out the timeout and the next start sends it again', async () => {
       const receiver = await startReceiver();
-      const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-webhooks-'));
-      const database = backend === 'postgresql' ? await createTestDatabase() : undefined;
-      const env = { ...FAST, DATA_DIR: dataDir, ...(database ? { DATABASE_URL: database.url } : {}) };
-      const patient = { webhooks: { ...FAST_RELAY.webhooks, timeoutMs: 20_000 } };
       try {
-        let t = await startTestServer(backend, env, undefined, patient);
-        const { apiKey } = await t.account();
-        const id = await subscribe(t, apiKey, receiver);
-        receiver.behaviour = (n) => (n === 1 ? 'hang' : 'ok');
-        await uploadFile(t.server.url, apiKey, 'in-flight.txt', 'in flight');
-        await eventually(async () => receiver.hanging, (n) => n >= 1);
-        const started = Date.now();
-        await t.close();
-        expect(Date.now() - started).to.be.below(10_000);
-        await eventually(async () => receiver.cut.length, (n) => n >= 1);
-        t = await startTestServer(backend, env, undefined, patient);
-        try {
-          await eventually(async () => receiver.received.length, (n) => n >= 1, 10_000);
-          expect(receiver.received.map((r) => [r.id, r.verified[0]])).to.deep.equal([[receiver.cut[0]!.id, true]]);
-          // The cut try was handed back, not counted against the message.
-          const [delivery] = await eventually(() => deliveries(t, apiKey, id), (d) => d[0]?.status === 'delivered');
-          expect(delivery.attempts).to.equal(1);
-        } finally {
+        await restartable(backend, async (env) => {
+          const patient = { webhooks: { ...FAST_RELAY.webhooks, timeoutMs: 20_000 } };
+          let t = await startTestServer(backend, env, undefined, patient);
+          const { apiKey } = await t.account();
+          const id = await subscribe(t, apiKey, receiver);
+          receiver.behaviour = (n) => (n === 1 ? 'hang' : 'ok');
+          await uploadFile(t.server.url, apiKey, 'in-flight.txt', 'in flight');
+          await eventually(async () => receiver.hanging, (n) => n >= 1);
+          const started = Date.now();
           await t.close();
-        }
+          expect(Date.now() - started).to.be.below(10_000);
+          await eventually(async () => receiver.cut.length, (n) => n >= 1);
+          t = await startTestServer(backend, env, undefined, patient);
+          try {
+            await eventually(async () => receiver.received.length, (n) => n >= 1, 10_000);
+            expect(receiver.received.map((r) => [r.id, r.verified[0]])).to.deep.equal([[receiver.cut[0]!.id, true]]);
+            // The cut try was handed back, not counted against the message.
+            const [delivery] = await eventually(() => deliveries(t, apiKey, id), (d) => d[0]?.status === 'delivered');
+            expect(delivery.attempts).to.equal(1);
+          } finally {
+            await t.close();
+          }
+        });
       } finally {
         await receiver.close();
-        await database?.drop();
-        await rm(dataDir, { recursive: true, force: true });
       }
     });
 
     it('when the server restarts with messages pending, then nothing is lost', async () => {
       const receiver = await startReceiver();
-      const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-webhooks-'));
-      const database = backend === 'postgresql' ? await createTestDatabase() : undefined;
-      const env = { ...FAST, DATA_DIR: dataDir, ...(database ? { DATABASE_URL: database.url } : {}) };
       try {
-        let t = await startTestServer(backend, env, undefined, FAST_RELAY);
-        const { apiKey } = await t.account();
-        await subscribe(t, apiKey, receiver);
-        await receiver.down();
-        for (let i = 0; i < 3; i++) await uploadFile(t.server.url, apiKey, `r${i}.txt`, `restart ${i}`);
-        await t.close();
-        await receiver.up();
-        t = await startTestServer(backend, env, undefined, FAST_RELAY);
-        try {
-          await eventually(async () => new Set(receiver.received.map((r) => r.id)).size, (n) => n >= 3, 15_000);
-          expect(receiver.received.map((r) => r.event.data.filename).sort()).to.deep.equal(['r0.txt', 'r1.txt', 'r2.txt']);
-          expect(receiver.received.every((r) => r.verified[0])).to.equal(true);
-        } finally {
+        await restartable(backend, async (env) => {
+          let t = await startTestServer(backend, env, undefined, FAST_RELAY);
+          const { apiKey } = await t.account();
+          await subscribe(t, apiKey, receiver);
+          await receiver.down();
+          for (let i = 0; i < 3; i++) await uploadFile(t.server.url, apiKey, `r${i}.txt`, `restart ${i}`);
           await t.close();
-        }
+          await receiver.up();
+          t = await startTestServer(backend, env, undefined, FAST_RELAY);
+          try {
+            await eventually(async () => new Set(receiver.received.map((r) => r.id)).size, (n) => n >= 3, 15_000);
+            expect(receiver.received.map((r) => r.event.data.filename).sort()).to.deep.equal(['r0.txt', 'r1.txt', 'r2.txt']);
+            expect(receiver.received.every((r) => r.verified[0])).to.equal(true);
+          } finally {
+            await t.close();
+          }
+        });
       } finally {
         await receiver.close();
-        await database?.drop();
-        await rm(dataDir, { recursive: true, force: true });
       }
     });
   });

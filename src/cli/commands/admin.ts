@@ -10,6 +10,8 @@ const print = (value: unknown): void => {
 };
 
 const str = { type: 'string' } as const;
+/** `gc`'s deadline: a sweep of a large store answers only when it is done. */
+const GC_TIMEOUT_MS = 15 * 60_000;
 
 export const ADMIN_COMMANDS: Command[] = [
   { name: 'accounts create', usage: 'accounts create --plan <name> [--email <email>]', summary: 'Creates an account on a plan and prints its API key (shown once).', options: { plan: str, email: str } },
@@ -49,7 +51,8 @@ export async function runAdmin(command: Command, args: string[]): Promise<void> 
     if (value !== undefined && !/^[0-9]+$/.test(value)) throw new CliError(`--grace must be whole seconds from 0 (how old a leftover must be to go), not ${JSON.stringify(value)}`);
     return integer('grace', value);
   };
-  const request = async (method: string, path: string, body?: unknown) => adminRequest(await adminClientOptions(process.env), method, path, body);
+  const request = async (method: string, path: string, body?: unknown, timeoutMs?: number) =>
+    adminRequest({ ...(await adminClientOptions(process.env)), timeoutMs }, method, path, body);
   switch (command.name) {
     case 'accounts create': {
       const res = await request('POST', '/admin/accounts', { plan: required('plan', flag('plan')), email: flag('email') });
@@ -72,7 +75,7 @@ export async function runAdmin(command: Command, args: string[]): Promise<void> 
     }
     case 'gc': {
       const seconds = grace();
-      const res = await request('POST', '/admin/gc', seconds === undefined ? {} : { grace_seconds: seconds });
+      const res = await request('POST', '/admin/gc', seconds === undefined ? {} : { grace_seconds: seconds }, GC_TIMEOUT_MS);
       return print({ expired: res.expired, uploads: res.uploads, deletes: res.deletes, strays: res.strays, failed: res.failed, counters_fixed: res.counters_fixed });
     }
     case 'plans list':
