@@ -8,7 +8,7 @@
 // a process of its own; a first start copies the files, which costs no memory.
 import { createRequire } from 'node:module';
 import { chmod, cp, mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 
@@ -33,18 +33,38 @@ async function pgliteVersion(): Promise<string> {
 }
 
 /** Raised when templates are made differently, so older ones are made again. */
-const FORMAT = 2;
+const FORMAT = 3;
 
-async function templateReady(): Promise<boolean> {
-  const stamp = await readFile(stampPath, 'utf8').then((s) => JSON.parse(s) as { pglite?: string; format?: number }, () => undefined);
-  return stamp?.format === FORMAT && stamp.pglite === (await pgliteVersion()) && (await exists(join(templateDir, 'PG_VERSION')));
+interface Stamp {
+  pglite?: string;
+  format?: number;
+  /** The template's empty folders (pg_tblspc, pg_notify, ...): npm pack leaves empty folders out, and PGlite fails to start without them. */
+  emptyDirs?: string[];
+}
+
+const readStamp = () => readFile(stampPath, 'utf8').then((s) => JSON.parse(s) as Stamp, () => undefined);
+
+/** The stamp of a template the installed PGlite can use; undefined when there is none. */
+async function readyStamp(): Promise<Stamp | undefined> {
+  const stamp = await readStamp();
+  const ready = stamp?.format === FORMAT && stamp.pglite === (await pgliteVersion()) && (await exists(join(templateDir, 'PG_VERSION')));
+  return ready ? stamp : undefined;
+}
+
+async function emptyDirsOf(dir: string): Promise<string[]> {
+  const empty: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isDirectory() && (await readdir(path)).length === 0) empty.push(relative(dir, path));
+  }
+  return empty.sort();
 }
 
 const exists = (path: string) => stat(path).then(() => true, () => false);
 
 /** Makes dist/pglite-template unless one for the installed PGlite is there; returns whether it made one. */
 export async function buildTemplate(): Promise<boolean> {
-  if (await templateReady()) return false;
+  if (await readyStamp()) return false;
   const building = `${templateDir}.${process.pid}.tmp`;
   await rm(building, { recursive: true, force: true });
   await mkdir(dirname(building), { recursive: true });
@@ -53,7 +73,8 @@ export async function buildTemplate(): Promise<boolean> {
   await readableByAll(building);
   await rm(templateDir, { recursive: true, force: true });
   await rename(building, templateDir);
-  await writeFile(stampPath, `${JSON.stringify({ pglite: await pgliteVersion(), format: FORMAT })}\n`);
+  const stamp: Stamp = { pglite: await pgliteVersion(), format: FORMAT, emptyDirs: await emptyDirsOf(templateDir) };
+  await writeFile(stampPath, `${JSON.stringify(stamp)}\n`);
   return true;
 }
 
@@ -85,10 +106,13 @@ async function ownerOnly(dir: string): Promise<void> {
  */
 export async function seedFromTemplate(dir: string): Promise<boolean> {
   if (await exists(join(dir, 'PG_VERSION'))) return false;
-  if (!(await templateReady())) return false;
+  const stamp = await readyStamp();
+  if (!stamp) return false;
   const copying = `${dir}.seeding`;
   await rm(copying, { recursive: true, force: true });
   await cp(templateDir, copying, { recursive: true });
+  // A template installed from a tarball lost its empty folders (npm pack).
+  for (const empty of stamp.emptyDirs ?? []) await mkdir(join(copying, empty), { recursive: true });
   await ownerOnly(copying);
   // An empty folder gives way. One with files but no database (an initdb
   // that died) is left to PGlite, as it would be without a template.
