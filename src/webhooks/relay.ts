@@ -34,10 +34,23 @@ export interface RelayOptions {
   perEndpoint?: number;
   /** Told how each try ended (the composition root counts them in /metrics). */
   onOutcome?: (outcome: 'delivered' | 'failed' | 'given_up') => void;
+  /** How long a settled message (delivered or given up) is kept for GET .../deliveries (30 days). */
+  keepMs?: number;
+  /** How often settled messages past keepMs are deleted (an hour). */
+  pruneEveryMs?: number;
 }
 
 /** Defaults, documented in docs/webhooks.md. */
-export const RELAY_DEFAULTS = { baseBackoffMs: 1000, timeoutMs: 10_000, pollMs: 1000, concurrency: 16, perEndpoint: 4, onOutcome: () => {} };
+export const RELAY_DEFAULTS = {
+  baseBackoffMs: 1000,
+  timeoutMs: 10_000,
+  pollMs: 1000,
+  concurrency: 16,
+  perEndpoint: 4,
+  onOutcome: () => {},
+  keepMs: 30 * 86_400_000,
+  pruneEveryMs: 3_600_000,
+};
 
 /** Due messages read per look (at most perEndpoint of each endpoint). */
 const CANDIDATES = 100;
@@ -71,6 +84,7 @@ export class Relay {
   private readonly stopping = new AbortController();
   private inFlight = 0;
   private timer?: NodeJS.Timeout;
+  private pruner?: NodeJS.Timeout;
   private looking?: Promise<void>;
   private again = false;
 
@@ -81,6 +95,11 @@ export class Relay {
 
   start(): void {
     this.timer = setInterval(() => this.wake(), this.options.pollMs).unref();
+    // Every upload, download and deletion writes a row per endpoint: without
+    // this the outbox would grow for ever.
+    this.pruner = setInterval(() => {
+      this.prune().catch((err: unknown) => this.options.logger.warn({ err }, 'webhook relay: deleting old settled messages failed'));
+    }, this.options.pruneEveryMs).unref();
     this.wake();
   }
 
@@ -108,10 +127,17 @@ export class Relay {
    */
   async close(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.pruner);
     this.stopping.abort();
     await this.looking;
     await Promise.all(this.sends);
     this.agents.destroy();
+  }
+
+  /** Deletes settled messages (delivered or given up: nothing is due) older than keepMs; returns how many. */
+  async prune(now = new Date()): Promise<number> {
+    const before = new Date(now.getTime() - this.options.keepMs);
+    return this.options.prisma.$executeRaw`DELETE FROM webhook_messages WHERE next_attempt_at IS NULL AND created_at < ${before}::timestamp(3)`;
   }
 
   private async look(): Promise<void> {
