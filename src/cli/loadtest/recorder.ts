@@ -14,6 +14,12 @@ export interface Sample {
   aborted?: boolean;
   /** Cut by the loadtest's own proxy (--cut-every): expected, not an error. */
   cut?: boolean;
+  /**
+   * A whole operation made of requests already recorded (a finished tus
+   * upload): its own row, but no request of the run's totals, or the total
+   * would count one the server never saw.
+   */
+  operation?: boolean;
 }
 
 export interface Second {
@@ -38,7 +44,7 @@ export interface ServerPoint {
 }
 
 export interface KindTotals {
-  /** Attempts answered or failed (a retry is one more). */
+  /** Attempts answered or failed (a retry is one more); for a whole operation (Sample.operation), the operations finished. */
   requests: number;
   errors: number;
   /** Answered 429 or 503: refused by a limit or the upload cap (throttle.ts), neither success nor error. */
@@ -65,7 +71,7 @@ export class Recorder {
   readonly started = Date.now();
   readonly seconds: Second[] = [];
   readonly server: ServerPoint[] = [];
-  private readonly byKind = new Map<string, { latencies: number[]; requests: number; errors: number; throttled: number; bytesOut: number; bytesIn: number; statuses: Record<string, number> }>();
+  private readonly byKind = new Map<string, { latencies: number[]; requests: number; errors: number; throttled: number; bytesOut: number; bytesIn: number; statuses: Record<string, number>; operation: boolean }>();
   /** Bytes still moving, counted as they go so throughput is not lumped at each request's end. */
   private liveOut = 0;
   private liveIn = 0;
@@ -93,7 +99,7 @@ export class Recorder {
 
   record(sample: Sample): void {
     const second = this.second();
-    const kind = this.byKind.get(sample.kind) ?? { latencies: [], requests: 0, errors: 0, throttled: 0, bytesOut: 0, bytesIn: 0, statuses: {} };
+    const kind = this.byKind.get(sample.kind) ?? { latencies: [], requests: 0, errors: 0, throttled: 0, bytesOut: 0, bytesIn: 0, statuses: {}, operation: sample.operation === true };
     this.byKind.set(sample.kind, kind);
     // Given up by the loadtest, or cut by its own proxy: the server may still
     // have answered (and counted) it; neither is an error of the server.
@@ -103,8 +109,16 @@ export class Recorder {
       kind.statuses[label] = (kind.statuses[label] ?? 0) + 1;
       return;
     }
-    this.requests += 1;
     kind.requests += 1;
+    if (sample.operation) {
+      kind.latencies.push(sample.ms);
+      kind.bytesOut += sample.bytesOut;
+      kind.bytesIn += sample.bytesIn;
+      kind.statuses[String(sample.status)] = (kind.statuses[String(sample.status)] ?? 0) + 1;
+      (second.latency[sample.kind] ??= []).push(sample.ms);
+      return;
+    }
+    this.requests += 1;
     second.requests += 1;
     // A refusal takes a millisecond or two: counted, but kept out of the
     // latencies, or a throttled run would show its best percentiles.
@@ -151,9 +165,9 @@ export class Recorder {
     return out;
   }
 
-  /** Percentiles over every request the loadtest counted (throttled ones aside). */
+  /** Percentiles over every request the loadtest counted (throttled ones and whole operations aside). */
   overall(): { p50: number; p90: number; p99: number; max: number } {
-    const all = [...this.byKind.values()].flatMap((k) => k.latencies).sort((a, b) => a - b);
+    const all = [...this.byKind.values()].filter((k) => !k.operation).flatMap((k) => k.latencies).sort((a, b) => a - b);
     return { p50: percentile(all, 50), p90: percentile(all, 90), p99: percentile(all, 99), max: all.at(-1) ?? 0 };
   }
 

@@ -146,7 +146,7 @@ export async function resumableUpload(target: Target, via: URL, size: number, le
     target.signal.addEventListener('abort', () => void upload?.abort(true).catch(() => {}).then(() => resolve(undefined)), { once: true });
   });
   if (!result) return undefined;
-  recorder.record({ kind: 'resumable', status: 200, ms: performance.now() - began, bytesOut: size, bytesIn: 0 });
+  recorder.record({ kind: 'resumable', status: 200, ms: performance.now() - began, bytesOut: size, bytesIn: 0, operation: true });
   const path = serverPath(result, via);
   const file = await uploadedFile(target, path, size);
   // Kept back by the gate: the cleanup asks again, so the file is deleted all the same.
