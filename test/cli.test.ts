@@ -148,7 +148,7 @@ describe('dropstream CLI: admin commands', () => {
     });
 
     it('when the limit is over 100, then the admin API answers 400 invalid_parameter and the CLI prints it', async () => {
-      expect(failure(await cli('accounts', 'list', '--limit', '101'))).to.equal('dropstream: 400: limit must be an integer from 1 to 100');
+      expect(failure(await cli('accounts', 'list', '--limit', '101'))).to.equal('dropstream: 400 invalid_parameter: limit must be an integer from 1 to 100');
     });
   });
 

@@ -1,8 +1,10 @@
+// The admin API from the command line: where it is (ADMIN_URL, the token from
+// ADMIN_TOKEN or DATA_DIR's token file) and one request at a time.
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { adminTokenPath } from '../admin-token.js';
-
-export class CliError extends Error {}
+import { CliError } from './cli-error.js';
+import { jsonRequest } from './json-request.js';
 
 export interface AdminClientOptions {
   /** Base URL of the admin listener. */
@@ -35,23 +37,19 @@ export async function adminClientOptions(env: NodeJS.ProcessEnv): Promise<AdminC
   }
 }
 
-/** Calls the admin API; returns the JSON body or throws a CliError with the server's message. */
-export async function adminRequest(options: AdminClientOptions, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const timeoutMs = options.timeoutMs ?? REQUEST_TIMEOUT_MS;
-  let response: Response;
-  try {
-    response = await fetch(new URL(path, options.url), {
-      method,
-      headers: { Authorization: `Bearer ${options.token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (err) {
-    if ((err as Error).name === 'TimeoutError') throw new CliError(`no answer from the admin API at ${options.url} within ${timeoutMs / 1000} s`);
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-    throw new CliError(`cannot reach the admin API at ${options.url} (${cause}): is \`dropstream serve\` running?`);
-  }
-  const json = (await response.json().catch(() => ({}))) as Record<string, unknown> & { error?: { message?: string } };
-  if (!response.ok) throw new CliError(`${response.status}: ${json.error?.message ?? response.statusText}`);
-  return json;
+/** Calls the admin API; returns the JSON body or throws a CliError with the server's code and message. */
+export function adminRequest(options: AdminClientOptions, method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+  const server = `the admin API at ${options.url}`;
+  return jsonRequest({
+    url: new URL(path, options.url),
+    token: options.token,
+    method,
+    body,
+    timeoutMs: options.timeoutMs ?? REQUEST_TIMEOUT_MS,
+    server,
+    unreachable: (err) => {
+      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+      return new CliError(`cannot reach ${server} (${cause}): is \`dropstream serve\` running?`);
+    },
+  });
 }

@@ -1,8 +1,9 @@
 // The public API from the command line for the commands that are one request
 // each (`files`, `links`): where the server is, the API key, and a JSON
 // request with a deadline whose failure is one line.
-import { CliError } from './admin-client.js';
-import { apiUrl, httpUrl, networkError, oneLine, responseError } from './transfer-http.js';
+import { CliError } from './cli-error.js';
+import { jsonRequest } from './json-request.js';
+import { apiUrl, httpUrl, networkError } from './transfer-http.js';
 
 /** A whole request (these answer small JSON) gets this long. */
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -29,26 +30,15 @@ export function apiClient(flags: { server?: string; key?: string }, env: NodeJS.
 }
 
 /** Calls /api/v1`path`; resolves with the JSON answer, or throws `<status> <code>: <message>`. */
-export async function apiRequest(client: ApiClient, method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+export function apiRequest(client: ApiClient, method: string, path: string, body?: unknown): Promise<Record<string, any>> {
   const url = apiUrl(client.server, `/api/v1${path}`);
-  let response: Response;
-  let text: string;
-  try {
-    response = await fetch(url, {
-      method,
-      headers: { Authorization: `Bearer ${client.key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    text = await response.text();
-  } catch (err) {
-    if ((err as Error).name === 'TimeoutError') throw new CliError(`no answer from ${url.origin} within ${REQUEST_TIMEOUT_MS / 1000} s`);
-    throw networkError((err as { cause?: unknown }).cause ?? err, url);
-  }
-  if (!response.ok) throw responseError(response.status, text);
-  try {
-    return JSON.parse(text) as Record<string, any>;
-  } catch {
-    throw new CliError(`${url.origin} answered ${response.status} with something other than JSON: ${oneLine(text.slice(0, 80))}`);
-  }
+  return jsonRequest({
+    url,
+    token: client.key,
+    method,
+    body,
+    timeoutMs: REQUEST_TIMEOUT_MS,
+    server: url.origin,
+    unreachable: (err) => networkError((err as { cause?: unknown }).cause ?? err, url),
+  });
 }

@@ -6,7 +6,7 @@
 // the command's usage, with exit code 2 (as most Unix tools exit for a usage
 // error), and --help on any command prints its usage.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import { CliError } from './admin-client.js';
+import { CliError } from './cli-error.js';
 
 /** A mistake in how a command was called: printed with the command's usage, exit code 2. */
 export class UsageError extends CliError {

@@ -8,7 +8,7 @@ import { link, lstat, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { decodeExtended, parse as parseDisposition } from 'content-disposition';
-import { CliError } from './admin-client.js';
+import { CliError } from './cli-error.js';
 import { parseCommand, text, type Command } from './args.js';
 import { createProgress } from './progress.js';
 import { errno, httpUrl, Interrupted, networkError, readBody, responseError, responseOf, startRequest } from './transfer-http.js';

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config.js';
 import { StartupError } from '../startup-error.js';
-import { CliError } from './admin-client.js';
+import { CliError } from './cli-error.js';
 import { closest, HelpShown, usageErrorFor, UsageError, type Command } from './args.js';
 import { ADMIN_COMMANDS, runAdmin } from './commands/admin.js';
 import { FILE_COMMANDS, runFiles } from './commands/files.js';

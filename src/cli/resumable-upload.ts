@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
 import { DetailedError, Upload, type UrlStorage } from 'tus-js-client';
-import { CliError } from './admin-client.js';
+import { CliError } from './cli-error.js';
 import { createProgress, formatBytes } from './progress.js';
 import { Interrupted, networkError, onSigint, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
 import { uploadFingerprint, uploadStore } from './upload-store.js';

@@ -3,7 +3,7 @@
 // one-line errors a script can read.
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { CliError } from './admin-client.js';
+import { CliError } from './cli-error.js';
 
 /** Ctrl-C (SIGINT): exit code 130, as a shell reports a command a SIGINT ended. */
 export class Interrupted extends CliError {

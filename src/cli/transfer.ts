@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { CliError } from './admin-client.js';
+import { CliError } from './cli-error.js';
 import { apiClient } from './api-client.js';
 import { parseCommand, text, UsageError, usageOf, type Command } from './args.js';
 import { LINK_RULE_OPTIONS, LINK_RULE_USAGE, linkRules } from './commands/files.js';

@@ -1,7 +1,7 @@
 // Sizes and durations as people write them on a command line, for every
 // command that takes one (`plans set --max-total-size 10GiB`, `loadtest
 // --size 1MiB`): the one parser, so the commands accept the same spellings.
-import { CliError } from './admin-client.js';
+import { CliError } from './cli-error.js';
 
 const UNITS: Record<string, number> = {
   '': 1, b: 1,

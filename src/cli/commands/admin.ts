@@ -1,7 +1,8 @@
 // The admin commands: accounts, keys, plans and gc, through the running
 // server's admin API (PGlite allows one process per database, and the API is
 // the one a website's backend would use).
-import { adminClientOptions, adminRequest, CliError } from '../admin-client.js';
+import { adminClientOptions, adminRequest } from '../admin-client.js';
+import { CliError } from '../cli-error.js';
 import { boolean, integer, parseCommand, required, text, type Command } from '../args.js';
 import { parseSeconds, parseSize } from '../units.js';
 

@@ -2,7 +2,7 @@
 // their links (issue 23) without curl, through the public API with the
 // account's API key. Each prints one JSON line, as the admin commands do.
 import { apiClient, apiRequest } from '../api-client.js';
-import { CliError } from '../admin-client.js';
+import { CliError } from '../cli-error.js';
 import { integer, parseCommand, text, type Command } from '../args.js';
 import { parseSeconds } from '../units.js';
 

@@ -7,7 +7,7 @@ import { DataDirLockedError } from '../../db/data-dir-lock.js';
 import { chooseLogFormat } from '../../log-format.js';
 import { dataDirError } from '../../startup-error.js';
 import { holdYoungGeneration } from '../../young-generation.js';
-import { CliError } from '../admin-client.js';
+import { CliError } from '../cli-error.js';
 import { parseCommand, text, type Command } from '../args.js';
 import { checkPortsFree, nodeVersionWarning } from '../preflight.js';
 import { holdProcessWarnings } from '../process-log.js';

@@ -4,7 +4,7 @@
 // in a self-contained page like the run's report).
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { CliError } from '../admin-client.js';
+import { CliError } from '../cli-error.js';
 import type { Output } from './index.js';
 
 interface KindNumbers {

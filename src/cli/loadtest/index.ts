@@ -3,7 +3,7 @@
 // the end, a JSON summary and an HTML report, and thresholds that make the
 // exit code fail for CI. `loadtest compare` diffs two JSON summaries.
 import { writeFile } from 'node:fs/promises';
-import { CliError } from '../admin-client.js';
+import { CliError } from '../cli-error.js';
 import { removeFiles } from './cleanup.js';
 import { parseLoadtestArgs } from './options.js';
 import { Recorder } from './recorder.js';

@@ -1,7 +1,7 @@
 // `dropstream loadtest` arguments: parsed and checked once, before any load
 // is sent, so a typo costs nothing on the server.
 import { parseArgs } from 'node:util';
-import { CliError } from '../admin-client.js';
+import { CliError } from '../cli-error.js';
 import { httpUrl } from '../transfer-http.js';
 import { parseDuration, parseSize } from '../units.js';
 

@@ -1,7 +1,7 @@
 // The server's side of a load test: /metrics on the admin listener, scraped
 // once a second, for the RSS, uploads in flight and store errors.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CliError } from '../admin-client.js';
+import { CliError } from '../cli-error.js';
 import { apiUrl } from '../transfer-http.js';
 import type { ServerPoint } from './recorder.js';
 

@@ -4,7 +4,8 @@
 // be on (issue 39: on `pro`, 86% of requests were refused 429). Both are
 // removed at the end through the admin API, after the run's files.
 import { randomBytes } from 'node:crypto';
-import { adminRequest, CliError, type AdminClientOptions } from '../admin-client.js';
+import { adminRequest, type AdminClientOptions } from '../admin-client.js';
+import { CliError } from '../cli-error.js';
 import type { LoadtestOptions } from './options.js';
 import type { SetupRecord } from './summary.js';
 
