@@ -10,7 +10,7 @@ import type { FailureLimits } from '../limits/failure-limits.js';
 import type { Metrics } from '../metrics.js';
 import { AppError, badRequest } from '../errors.js';
 import { pagination, parseListQuery } from './list-query.js';
-import { formatDate } from './present.js';
+import { formatDate } from '../wire-date.js';
 import { tooManyFailures } from './rate-limit.js';
 
 export interface AdminDeps {

@@ -1,14 +1,10 @@
 // How records look on the wire: snake_case, integers in bytes, UTC dates.
 import type { LinkRecord } from '../files/links.js';
 import type { FileListing } from '../files/record.js';
-
-/** `YYYY-MM-DD HH:MM:SS`, in UTC. */
-export const formatDate = (date: Date) => date.toISOString().slice(0, 19).replace('T', ' ');
+import { formatDate, formatOptionalDate } from '../wire-date.js';
 
 export const publicLink = (publicUrl: string, token: string) => `${publicUrl}/download/${token}`;
 
-/** A time or null, as the spec writes dates. */
-export const formatOptionalDate = (date: Date | null | undefined) => (date ? formatDate(date) : null);
 
 /** A file record (the single-file answer, list items). */
 export function presentFile(file: FileListing, publicUrl: string) {

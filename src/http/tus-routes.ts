@@ -18,7 +18,8 @@ import { closeAfterAnswer, detachableBody } from './unread-body.js';
 import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
 import type { Metrics } from '../metrics.js';
 import type { AuthState } from './auth.js';
-import { formatDate, presentFile } from './present.js';
+import { formatDate } from '../wire-date.js';
+import { presentFile } from './present.js';
 import { listUploads } from './upload-list.js';
 import {
   checkTusVersion,

@@ -6,7 +6,7 @@ import type { RouterContext } from '@koa/router';
 import type { ResumableUploads } from '../files/resumable.js';
 import type { AuthState } from './auth.js';
 import { pagination, parseListQuery } from './list-query.js';
-import { formatDate } from './present.js';
+import { formatDate } from '../wire-date.js';
 
 /** Answers with a page of the caller's unfinished uploads; `base` is the path upload URLs start with (as in Location). */
 export async function listUploads(resumable: ResumableUploads, base: string, ctx: RouterContext<AuthState>): Promise<void> {

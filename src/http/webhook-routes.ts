@@ -8,7 +8,7 @@ import type { Delivery, WebhookEndpoint, WebhookEndpoints } from '../webhooks/en
 import { webhookErrors } from '../webhooks/errors.js';
 import { EVENT_TYPES } from '../webhooks/events.js';
 import type { AuthState } from './auth.js';
-import { formatDate, formatOptionalDate } from './present.js';
+import { formatDate, formatOptionalDate } from '../wire-date.js';
 
 export interface WebhookRouteDeps {
   webhooks: WebhookEndpoints;

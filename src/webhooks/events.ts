@@ -3,6 +3,7 @@
 // they report: a file row and its file.uploaded event commit together, or
 // neither (the files statements are single statements: src/files/file-rows.ts).
 import { Prisma } from '../generated/prisma/client.js';
+import { formatDate } from '../wire-date.js';
 
 export const EVENT_TYPES = ['file.uploaded', 'file.deleted', 'file.downloaded', 'link.exhausted', 'upload.expired'] as const;
 
@@ -65,7 +66,7 @@ export const uploadExpiredSql = (upload: ExpiredUpload, now: Date) =>
   messagesSql(
     'upload.expired',
     Prisma.sql`jsonb_build_object('upload_id', ${upload.id}::text, 'filename', ${upload.filename}::text, 'length', ${upload.length ?? null}::bigint,
-      'offset', ${BigInt(upload.offset)}::bigint, 'created_at', ${upload.createdAt.toISOString().slice(0, 19).replace('T', ' ')}::text)`,
+      'offset', ${BigInt(upload.offset)}::bigint, 'created_at', ${formatDate(upload.createdAt)}::text)`,
     Prisma.sql`(SELECT ${upload.accountId}::integer AS account_id) f`,
     now,
   );

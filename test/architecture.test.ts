@@ -1,0 +1,117 @@
+// The import graph of src/: no cycle between files or between modules (a
+// folder of src/, or a file at its root), and no import running upward
+// through the layers below. docs/architecture.md draws the same layers; a new
+// module must be given its place here, or this test names it.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { expect } from 'chai';
+
+/** Top first: a module may import its own layer's modules and those below, never those above. */
+const LAYERS: Record<string, string[]> = {
+  'the command line': ['cli'],
+  'the composition root': ['server'],
+  'the process: the Koa app, listening, memory': ['app', 'listener', 'connection-cap', 'idle-collect', 'young-generation', 'malloc-trim', 'request-count'],
+  'HTTP: routes and middleware': ['http'],
+  'features': ['files', 'accounts', 'webhooks'],
+  'services the features stand on': ['limits', 'storage', 'db', 'metrics', 'closers'],
+  'foundations': ['errors', 'error-codes', 'wire-date', 'config', 'client-key', 'utc-day', 'make-dir', 'data-dir', 'admin-token', 'startup-error', 'log-format', 'log-throttle', 'open-files'],
+};
+
+const SRC = resolve('src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'generated' ? [] : sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+// Static and dynamic imports and re-exports of our own files; `import type`
+// is erased at build time and ties nothing together at run time.
+const IMPORT = /(?:^(?:import|export)\s+(?!type\s)(?:[^'";]*?\sfrom\s+)?|\bimport\(\s*)['"](\.{1,2}\/[^'"]+)['"]/gm;
+
+/** file -> the files of src/ it imports (Prisma's generated client left out). */
+function importGraph(): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const file of sourceFiles(SRC)) {
+    const targets = new Set<string>();
+    for (const match of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+      const target = resolve(dirname(file), match[1]!).replace(/\.js$/, '.ts');
+      if (target.startsWith(`${SRC}/`) && !target.includes('/generated/')) targets.add(target);
+    }
+    graph.set(file, targets);
+  }
+  return graph;
+}
+
+/** The module a file belongs to: its folder under src/, or its own name at the root. */
+const moduleOf = (file: string) => {
+  const [first, ...rest] = relative(SRC, file).split('/');
+  return rest.length ? first! : first!.replace(/\.ts$/, '');
+};
+
+/** Strongly connected components of more than one node (Tarjan), or a node importing itself. */
+function cycles(graph: Map<string, Set<string>>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (node: string) => {
+    index.set(node, next);
+    low.set(node, next++);
+    stack.push(node);
+    onStack.add(node);
+    for (const to of graph.get(node) ?? []) {
+      if (!index.has(to)) {
+        visit(to);
+        low.set(node, Math.min(low.get(node)!, low.get(to)!));
+      } else if (onStack.has(to)) low.set(node, Math.min(low.get(node)!, index.get(to)!));
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1 || graph.get(node)?.has(node)) found.push(component.sort());
+  };
+  for (const node of graph.keys()) if (!index.has(node)) visit(node);
+  return found;
+}
+
+describe('the import graph of src/', () => {
+  const files = importGraph();
+  const modules = new Map<string, Set<string>>();
+  for (const [file, targets] of files) {
+    const from = moduleOf(file);
+    const set = modules.get(from) ?? new Set<string>();
+    modules.set(from, set);
+    for (const target of targets) if (moduleOf(target) !== from) set.add(moduleOf(target));
+  }
+  const layerOf = new Map(Object.values(LAYERS).flatMap((members, rank) => members.map((name) => [name, rank] as const)));
+
+  it('when the files are read, then the graph is really there (a positive control: the CLI reaches the server and the server the HTTP layer)', () => {
+    expect(files.size).to.be.above(50);
+    expect(modules.get('cli')).to.include('server');
+    expect(modules.get('server')).to.include('http');
+  });
+
+  it('when imports are followed from file to file, then none comes back to where it started', () => {
+    expect(cycles(files).map((c) => c.map((f) => relative(SRC, f)))).to.deep.equal([]);
+  });
+
+  it('when imports are followed from module to module, then none comes back to where it started', () => {
+    expect(cycles(modules)).to.deep.equal([]);
+  });
+
+  it('when every module is placed in its layer, then none is left unplaced and none imports a layer above its own', () => {
+    expect([...modules.keys()].filter((name) => !layerOf.has(name)).sort(), 'modules with no layer in LAYERS').to.deep.equal([]);
+    const upward = [...modules].flatMap(([from, targets]) => [...targets].filter((to) => layerOf.get(to)! < layerOf.get(from)!).map((to) => `${from} -> ${to}`));
+    expect(upward).to.deep.equal([]);
+  });
+});
