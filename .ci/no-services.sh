@@ -10,13 +10,11 @@
 # The whole suite, not a selection: a test that uses a service without asking
 # whether it is there looks like any other until it runs (the PostgreSQL
 # stall suite did, in a `before` hook), and a list of "files that behave
-# differently" would miss the next one. Without the PostgreSQL and Redis
-# halves it is 941 of the main run's 1493 tests: about two thirds of its
-# 4-5 min, so CI's ~15 of 25 min become ~18-19. (On a machine shared by eight
-# sessions, load 15-19 on 2 cores, it took 10 min; there, three slow tests
-# timed out as they do in the main run, and passed alone.)
+# differently" would miss the next one. It is also the only run of the tests
+# that need no service: .ci/run's services stage holds only what this run
+# cannot (its check names any test neither run holds).
 #
-# Guards, as for the main run: CI is unset here (CI=true makes the helpers
+# Guards, as for the services stage: CI is unset here (CI=true makes the helpers
 # throw when a service is missing, which is what this run is about); the run
 # fails unless as many tests passed as `mocha --dry-run` counts in the same
 # environment (the halves left out are not defined there either); and the
@@ -28,12 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-node_bin="$(dirname "$(command -v node)")"
-newcomer() {
-  env -u CI -u TEST_DATABASE_URL -u TEST_REDIS_URL -u DATABASE_URL -u REDIS_URL -u PGHOST -u PGUSER \
-    -u TEST_S3_ENDPOINT -u TEST_S3_ACCESS_KEY_ID -u TEST_S3_SECRET_ACCESS_KEY -u TEST_S3_REGION -u TEST_S3_STOP -u TEST_S3_START \
-    PATH="$node_bin:/usr/bin:/bin" "$@"
-}
+source .ci/newcomer-env.sh
 
 started=$(date +%s)
 total=$(mktemp /tmp/dropstream-dry-XXXXXX.json) log=$(mktemp /tmp/dropstream-test-XXXXXX.log)

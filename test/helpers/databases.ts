@@ -15,7 +15,14 @@ if (!serverUrl) {
   notRun('TEST_DATABASE_URL is not set: the PostgreSQL half of the HTTP suites', howToRun);
 }
 
-export const backends: Backend[] = serverUrl ? ['pglite', 'postgresql'] : ['pglite'];
+/**
+ * CI's services stage (.ci/run, TEST_SERVICES_ONLY=1) runs only what needs
+ * PostgreSQL or Redis: the PGlite halves ran in its run without services.
+ */
+export const servicesOnly = process.env.TEST_SERVICES_ONLY === '1';
+if (servicesOnly && !serverUrl) throw new Error('TEST_SERVICES_ONLY=1 runs the PostgreSQL halves: set TEST_DATABASE_URL');
+
+export const backends: Backend[] = serverUrl ? (servicesOnly ? ['postgresql'] : ['pglite', 'postgresql']) : ['pglite'];
 
 /** `describe(title, fn)` for a suite that only exists against PostgreSQL; without TEST_DATABASE_URL, named in the "Did not run" summary. */
 export function describeWithPostgres(title: string, fn: (this: Mocha.Suite) => void): void {

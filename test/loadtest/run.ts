@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadtest } from '../../src/cli/loadtest/index.js';
-import { backends } from '../helpers/databases.js';
+import { backends, servicesOnly } from '../helpers/databases.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
@@ -15,15 +15,17 @@ export interface Setup {
   start(): Promise<{ t: TestServer; close(): Promise<void> }>;
 }
 
-export const setups: Setup[] = [
-  {
+export const setups: Setup[] = [];
+// (In CI's services stage the embedded half is left to its run without services.)
+if (!servicesOnly) {
+  setups.push({
     name: 'embedded default (PGlite, local store)',
     async start() {
       const t = await startTestServer('pglite');
       return { t, close: () => t.close() };
     },
-  },
-];
+  });
+}
 if (backends.includes('postgresql') && redisUrl) {
   setups.push({
     name: 'PostgreSQL + Redis + S3',
