@@ -113,7 +113,7 @@ run_suites s3-suites \
   test/http/tus-sweep.test.ts \
   test/faults/tus-faults.test.ts \
   test/faults/terminate-interrupted.test.ts \
-  test/limits/account-slots.test.ts \
+  test/limits/concurrent-uploads.test.ts \
   --grep 'local store|operations: metrics|operations: graceful shutdown' --invert
 
 run_suites real-store-only 'test/real-s3/*.test.ts'

@@ -6,10 +6,11 @@ import type { PlanService } from './accounts/plans.js';
 import type { AccountService } from './accounts/service.js';
 import { badRequest } from './errors.js';
 import type { FileService } from './files/service.js';
+import type { PlainUploads } from './uploads/service.js';
 import type { GcResult } from './http/admin-routes.js';
-import type { ResumableUploads } from './files/resumable.js';
-import type { UploadGate } from './files/upload-gate.js';
-import type { AccountSlots } from './files/account-slots.js';
+import type { ResumableUploads } from './tus/uploads.js';
+import type { UploadGate } from './limits/upload-gate.js';
+import type { ConcurrencySlots } from './limits/concurrent-uploads.js';
 import type { BodyRateOptions } from './http/body-rate.js';
 import type { Readiness } from './http/readiness.js';
 import { adminRoutes, requireAdminToken } from './http/admin-routes.js';
@@ -32,13 +33,14 @@ import type { WebhookEndpoints } from './webhooks/endpoints.js';
 export interface AppDeps {
   accounts: AccountService;
   files: FileService;
+  uploads: PlainUploads;
   /** Resumable uploads (tus) under /api/v1/uploads. */
   resumable?: ResumableUploads;
   /** The account's webhooks under /api/v1/webhooks. */
   webhooks?: WebhookEndpoints;
   uploadGate: UploadGate;
   /** Uploads per account at once (the plan's concurrent_uploads). */
-  accountSlots: AccountSlots;
+  concurrencySlots: ConcurrencySlots;
   /** Slowest upload body accepted (UPLOAD_MIN_RATE, UPLOAD_RATE_WINDOW). */
   bodyRate: BodyRateOptions;
   /** DOWNLOAD_MIN_RATE over DOWNLOAD_RATE_WINDOW: slower readers are cut. */
@@ -79,7 +81,7 @@ export function createApp(deps: AppDeps): Koa {
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, uploadGate, accountSlots: deps.accountSlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks });
+  const api = apiRoutes({ accounts, files, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks });
   const downloads = downloadRoutes({ files, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',

@@ -18,15 +18,17 @@ import { collectWhenIdle } from './idle-collect.js';
 import type { Database } from './db/client.js';
 import { openReadyDatabase } from './db/open.js';
 import { recountFiles } from './files/file-rows.js';
-import { UploadQuota } from './files/quota.js';
-import { PendingObjects } from './files/pending.js';
+import { UploadLedger } from './ledger/ledger.js';
 import { postgresCarrier, redisCarrier, type ReleaseCarrier } from './files/lease-release.js';
 import { LiveDownloads } from './files/live-downloads.js';
-import { ResumableUploads } from './files/resumable.js';
+import { ResumableRecords } from './tus/records.js';
+import { ResumableUploads } from './tus/uploads.js';
+import { UploadLocker } from './tus/locker.js';
 import { FileService } from './files/service.js';
+import { PlainUploads } from './uploads/service.js';
 import { Sweeper } from './files/sweeper.js';
-import { UploadGate } from './files/upload-gate.js';
-import { AccountSlots } from './files/account-slots.js';
+import { UploadGate } from './limits/upload-gate.js';
+import { ConcurrencySlots } from './limits/concurrent-uploads.js';
 import { FailureLimits } from './limits/failure-limits.js';
 import { connectRedis, rateLimitsAtStart, redisReady, subscribeRedis } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
@@ -57,6 +59,9 @@ export interface RunningServer {
    */
   close(timeoutSeconds?: number): Promise<void>;
 }
+
+/** How long a tus request's lock on an upload holds unless renewed (every third of it while the request runs); also a removal's claim. */
+const TUS_LOCK_MS = 30_000;
 
 /** How long an API key's account and plan are trusted without a change notice. */
 const CALLER_CACHE_MS = 1000;
@@ -117,7 +122,7 @@ async function checkReadiness(db: Database, store: ObjectStore, health: StoreHea
 
 /** Settings that are no operator's business: tests shorten timers with them. */
 export interface ServerOptions {
-  /** How often a streaming upload touches its pending record (src/files/upload.ts, a minute by default). */
+  /** How often a streaming upload touches its pending record (src/uploads/upload.ts, a minute by default). */
   uploadHeartbeatMs?: number;
   /** How long an API key's caller is cached without a change notice (a second by default). */
   callerCacheMs?: number;
@@ -194,8 +199,10 @@ interface Services {
   accounts: AccountService;
   plans: PlanService;
   files: FileService;
+  uploads: PlainUploads;
+  ledger: UploadLedger;
   resumable: ResumableUploads;
-  accountSlots: AccountSlots;
+  concurrencySlots: ConcurrencySlots;
   webhooks: WebhookEndpoints;
   adminToken: string;
   sweep: (graceSeconds?: number) => Promise<Awaited<ReturnType<Sweeper['sweep']>>>;
@@ -214,42 +221,56 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   }
   const accounts = new AccountService(db.prisma, { cache: callers, changes });
   const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize }, changes);
-  const quota = new UploadQuota(db.prisma);
-  const pending = new PendingObjects(db.prisma, quota);
+  // The one upload ledger every upload path and the sweeper share.
+  const ledger = new UploadLedger(db.prisma);
   const live = await liveDownloads(config, logger, db, redis, closers);
-  const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs, live });
-  // A release request (newest tus request wins) reaches the instance holding the lease through Redis, else PostgreSQL.
-  const onRelease = (id: string) => resumable.leases.requestRelease(id);
-  const releases: ReleaseCarrier | undefined = redis
+  const files = new FileService({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, live });
+  const uploads = new PlainUploads({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs });
+  // tus: the uploads' rows and their locker over the same ledger. A release
+  // request (newest tus request wins) reaches the instance holding the lock
+  // through Redis, else PostgreSQL; the carrier is built after the locker it
+  // calls, so the locker reaches it through `releases`, set just below.
+  const records = new ResumableRecords(db.prisma, ledger);
+  let releases: ReleaseCarrier | undefined;
+  const locker = new UploadLocker(records, {
+    leaseMs: TUS_LOCK_MS,
+    takeoverMs: config.resumableTakeoverTimeout * 1000,
+    clock: () => new Date(),
+    publish: (id) => releases?.publish(id),
+    onError: tools.onCleanupError,
+  });
+  const onRelease = (id: string) => locker.requestRelease(id);
+  releases = redis
     ? await redisCarrier(config.redisUrl!, redis, `${config.redisKeyPrefix}:upload-release`, onRelease)
     : config.databaseUrl
       ? await postgresCarrier(config.databaseUrl, logger, onRelease)
       : undefined;
-  if (releases) closers.add('release notices', () => releases.close());
-  const resumable: ResumableUploads = new ResumableUploads({
+  const carrier = releases;
+  if (carrier) closers.add('release notices', () => carrier.close());
+  const resumable = new ResumableUploads({
     prisma: db.prisma,
     store,
-    quota,
+    ledger,
+    records,
+    locker,
     expirySeconds: config.resumableExpiry,
     lifetimeSeconds: uploadLifetime,
-    takeoverMs: config.resumableTakeoverTimeout * 1000,
-    publishRelease: releases && ((id) => releases.publish(id)),
     onCleanupError: tools.onCleanupError,
   });
-  const sweeper = new Sweeper(db.prisma, store, quota, resumable);
+  const sweeper = new Sweeper(db.prisma, store, ledger, resumable);
   const sweep = async (graceSeconds = config.gcGrace) => {
     const result = await sweeper.sweep(graceSeconds);
     if (result.expired || result.uploads || result.deletes || result.strays || result.failed) logger.info({ ...result }, 'swept expired files and pending objects');
     return result;
   };
   const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
-  const accountSlots = new AccountSlots({
+  const concurrencySlots = new ConcurrencySlots({
     redis,
     defaultLimit: config.accountUploadConcurrency,
     keyPrefix: config.redisKeyPrefix,
     onRedisError: (err) => logger.warn({ err: (err as Error).message }, 'redis failed: upload slots counted per instance'),
   });
-  closers.add('account slots', () => accountSlots.close());
+  closers.add('concurrency slots', () => concurrencySlots.close());
   // Every instance relays webhook messages; closed before the database it settles them in.
   const relay = new Relay({
     prisma: db.prisma,
@@ -262,7 +283,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   });
   relay.start();
   closers.add('webhook relay', () => relay.close());
-  return { accounts, plans, files, resumable, accountSlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
+  return { accounts, plans, files, uploads, ledger, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
 }
 
 /**
@@ -295,10 +316,11 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
   const app = createApp({
     accounts: services.accounts,
     files: services.files,
+    uploads: services.uploads,
     resumable: services.resumable,
     webhooks: services.webhooks,
     uploadGate: tools.uploadGate,
-    accountSlots: services.accountSlots,
+    concurrencySlots: services.concurrencySlots,
     bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },
     downloadRate: { minRate: config.downloadMinRate, windowSeconds: config.downloadRateWindow },
     requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix }),
@@ -321,7 +343,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
   // (a scan of every file row, and the counters are kept exact as files come and go).
   const sweepAndRecount = async (graceSeconds?: number) => {
     const swept = await services.sweep(graceSeconds);
-    const countersFixed = await recountFiles(db.prisma);
+    const countersFixed = (await recountFiles(db.prisma)) + (await services.ledger.recountReservations());
     if (countersFixed) logger.warn({ accounts: countersFixed }, 'corrected file counters');
     return { ...swept, countersFixed };
   };

@@ -1,4 +1,4 @@
-// One helper per fact: the UTC day. Daily upload quotas (files/quota.ts) and
+// One helper per fact: the UTC day. Daily upload quotas (ledger/daily-uploads.ts) and
 // daily request limits count by it, so both must cut the day at the same
 // instant.
 

@@ -2,7 +2,7 @@
 // into s3rver: total MB/s and the server's peak RSS. 32 is the default
 // UPLOAD_CONCURRENCY, so the last case is a server's worth of uploads. They
 // come from one account, and one account may take at most three quarters of
-// an instance's places (upload-gate.ts), so this server has 43 (33 for one
+// an instance's places (src/limits/upload-gate.ts), so this server has 43 (33 for one
 // account): the 32 uploads in flight, and so what is measured, are the same. In full mode the
 // same number of simultaneous direct lib-storage uploads (one process) runs
 // alternately as the limit; --quick runs our side only, once. Last, the

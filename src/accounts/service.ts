@@ -1,4 +1,5 @@
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
+import { uploadsInProgress } from '../ledger/ledger.js';
 import type { CallerCache } from './caller-cache.js';
 import type { CallerChanges } from './caller-changes.js';
 import { accountErrors } from './errors.js';
@@ -148,7 +149,7 @@ export class AccountService {
       const account = await tx.account.findUnique({ where: { id: accountId }, select: { id: true } });
       if (!account) throw accountErrors.accountNotFound();
       const files = await tx.file.count({ where: { accountId } });
-      const uploads = await tx.pendingObject.count({ where: { accountId, reason: { in: ['upload', 'resumable'] } } });
+      const uploads = await uploadsInProgress(tx, accountId);
       if (files > 0 || uploads > 0) throw accountErrors.accountNotEmpty(files, uploads);
       // Keys, daily counters and finished resumable records go with it (onDelete: Cascade).
       await tx.account.delete({ where: { id: accountId } });

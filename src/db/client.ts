@@ -9,7 +9,7 @@ import { PrismaClient } from '../generated/prisma/client.js';
 import { makeDir } from '../make-dir.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { applyMigrations } from './migrate.js';
-import { pendingMigrations } from './pending.js';
+import { pendingMigrations } from './pending-migrations.js';
 import { keepWasmOnBaselineTier } from './wasm-tiering.js';
 
 export type { PrismaClient };

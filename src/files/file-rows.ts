@@ -1,14 +1,14 @@
 // The statements that add or remove a file row. Each also changes the
-// account's counters (file_count, total_bytes) and the pending_objects
-// record (with SQL from pending.ts, the table's owner), in the same single
-// statement: a statement is atomic by itself, so any snapshot sees rows and
+// account's counters (file_count, total_bytes) and the upload ledger's
+// entries (with SQL from src/ledger/statements.ts, their owner), in the same
+// single statement: a statement is atomic by itself, so any snapshot sees rows and
 // counters agree, and one statement is one round trip where a transaction of
 // three would be five (BEGIN ... COMMIT), with the account's row locked for
 // the whole of them.
 import { randomInt } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import { newLinkToken, primaryLinkSql, type LinkRules } from './links.js';
-import { claimForFileSql, queueRemovalsSql } from './pending.js';
+import { claimForFileSql, queueRemovalsSql, storedFromReservationSql } from '../ledger/statements.js';
 import { after } from './upload-options.js';
 import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';
 import { fileEventSql } from '../webhooks/events.js';
@@ -22,7 +22,7 @@ export interface StoredFile {
   size: number;
   /** Hex SHA-256 of the content. */
   sha256: string;
-  /** Key of the object, recorded in pending_objects while it was written. */
+  /** Key of the object, recorded in the upload ledger while it was written. */
   storageKey: string;
   /** Seconds from the commit to the file's expiry; none: it never expires. */
   expiresIn?: number;
@@ -37,7 +37,7 @@ export class UploadSweptError extends Error {
 }
 
 /**
- * Makes a stored object a file: drops its pending_objects record, inserts
+ * Makes a stored object a file: drops its upload ledger record, inserts
  * the file row and its primary link (links.ts), adds it to the account's
  * counters and writes its file.uploaded webhook messages, all or nothing. Every
  * way of uploading ends here (multipart today, resumable uploads too). If the
@@ -92,9 +92,9 @@ async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): P
       FROM claimed
       RETURNING *
     ), linked AS (${primaryLinkSql('inserted', file.primaryLink ?? {}, now)}), counted AS (
-      -- The upload's reservation against the storage quota (storage-quota.ts) becomes stored bytes.
+      -- The upload's reservation against the storage quota becomes stored bytes.
       UPDATE accounts SET file_count = file_count + 1, total_bytes = total_bytes + inserted.size,
-        reserved_bytes = accounts.reserved_bytes - claimed.reserved_bytes
+        ${storedFromReservationSql('claimed')}
       FROM inserted, claimed WHERE accounts.id = inserted.account_id
     ), evented AS (${fileEventSql('file.uploaded', 'inserted', now)})
     SELECT id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at FROM inserted`;
@@ -105,7 +105,7 @@ async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): P
 
 /**
  * Removes the account's file row, takes it off the counters, queues its
- * object for removal (pending_objects, reason "delete") and writes its
+ * object for removal (the ledger's record, reason "delete") and writes its
  * file.deleted webhook messages, all or nothing.
  * Returns the object's key, or undefined when the account has no such file.
  */
@@ -149,19 +149,18 @@ export async function removeExpiredFiles(prisma: PrismaClient, now: Date, limit:
 const RECOUNT_BATCH = 200;
 
 /**
- * Recounts every account's files and bytes, and the bytes its uploads in
- * flight reserved against the storage quota (the sum over its pending
- * records), and corrects the counters that are off (after a manual edit of
- * the tables, files written by a version that did not count, or a
- * reservation an earlier version gave back in a statement of its own that
- * failed); returns how many accounts were corrected.
+ * Recounts every account's files and bytes and corrects the counters that
+ * are off (after a manual edit of the tables, or files written by a version
+ * that did not count); returns how many accounts were corrected. The bytes
+ * reserved by uploads in flight are the ledger's to recount
+ * (UploadLedger.recountReservations).
  *
  * One statement per `batch` accounts (in id order), each exact while
  * uploads and deletes go on: it adds the difference seen in its snapshot
- * (actual minus counted) to the counter's current value. Uploads, deletes
- * and reservations change rows and counter together, so they never change
- * that difference; a row updated meanwhile is re-read by PostgreSQL before
- * the addition.
+ * (actual minus counted) to the counter's current value. Uploads and
+ * deletes change rows and counter together, so they never change that
+ * difference; a row updated meanwhile is re-read by PostgreSQL before the
+ * addition.
  */
 export async function recountFiles(prisma: PrismaClient, batch = RECOUNT_BATCH): Promise<number> {
   let fixed = 0;
@@ -170,18 +169,15 @@ export async function recountFiles(prisma: PrismaClient, batch = RECOUNT_BATCH):
       WITH batch AS (
         SELECT id FROM accounts WHERE id > ${after} ORDER BY id LIMIT ${batch}
       ), actual AS (
-        SELECT a.id, a.file_count, a.total_bytes, a.reserved_bytes, count(f.id)::integer AS files, coalesce(sum(f.size), 0)::bigint AS bytes,
-          (SELECT coalesce(sum(p.reserved_bytes), 0) FROM pending_objects p WHERE p.account_id = a.id)::bigint AS reserved
+        SELECT a.id, a.file_count, a.total_bytes, count(f.id)::integer AS files, coalesce(sum(f.size), 0)::bigint AS bytes
         FROM accounts a JOIN batch USING (id) LEFT JOIN files f ON f.account_id = a.id
         GROUP BY a.id
       ), corrected AS (
         UPDATE accounts SET
           file_count = accounts.file_count + (actual.files - actual.file_count),
-          total_bytes = accounts.total_bytes + (actual.bytes - actual.total_bytes),
-          reserved_bytes = accounts.reserved_bytes + (actual.reserved - actual.reserved_bytes)
+          total_bytes = accounts.total_bytes + (actual.bytes - actual.total_bytes)
         FROM actual
-        WHERE accounts.id = actual.id
-          AND (actual.files <> actual.file_count OR actual.bytes <> actual.total_bytes OR actual.reserved <> actual.reserved_bytes)
+        WHERE accounts.id = actual.id AND (actual.files <> actual.file_count OR actual.bytes <> actual.total_bytes)
         RETURNING accounts.id
       )
       SELECT (SELECT max(id) FROM batch) AS last, (SELECT count(*) FROM corrected)::integer AS fixed`;

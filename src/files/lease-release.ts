@@ -1,4 +1,4 @@
-// How a release request (upload-lease.ts) reaches the instance holding an
+// How a release request (src/tus/locker.ts) reaches the instance holding an
 // upload's lease: Redis pub/sub when Redis is configured, PostgreSQL
 // LISTEN/NOTIFY when only PostgreSQL is shared, nothing on the embedded
 // database (one instance: the request is handed over in-process). Only a

@@ -1,27 +1,22 @@
 import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
+import type { UploadLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { Downloads, type BodyChoice, type DownloadCredentials, type OpenedDownload } from './download.js';
 import { fileErrors, linkErrors } from './errors.js';
 import { removeFileRow } from './file-rows.js';
-import type { PendingObjects } from './pending.js';
-import type { UploadQuota } from './quota.js';
 import { FileLinks, type LinkRecord, type Revocation } from './links.js';
 import type { LiveDownloads } from './live-downloads.js';
-import { StorageQuota } from './storage-quota.js';
 import { linkRulesOf, type UploadOptions } from './upload-options.js';
 import { LISTED, toFileListing, type FileListing, type FileRecord } from './record.js';
-import { Upload } from './upload.js';
 
 export interface FileServiceOptions {
   prisma: PrismaClient;
   store: ObjectStore;
-  quota: UploadQuota;
-  pending: PendingObjects;
-  /** Called with errors of clean-up work that must not fail the request (removing an object, returning a slot). */
+  /** The upload ledger (daily slots, pending records, storage quota), built once by the composition root. */
+  ledger: UploadLedger;
+  /** Called with errors of clean-up work that must not fail the request (removing an object). */
   onCleanupError: (err: unknown) => void;
-  /** How often a streaming upload touches its pending record; a minute unless a test wants it sooner. */
-  heartbeatMs?: number;
   /** Downloads in flight, ended when their link is revoked or their file deleted (on every instance). */
   live?: LiveDownloads;
 }
@@ -34,27 +29,10 @@ export class FileService {
   /** The files' public links (links.ts). */
   readonly links: FileLinks;
   private readonly downloads: Downloads;
-  private readonly storage: StorageQuota;
 
   constructor(private readonly options: FileServiceOptions) {
     this.links = new FileLinks(options.prisma);
-    this.storage = new StorageQuota(options.prisma);
     this.downloads = new Downloads(this.links, options.store, undefined, options.live);
-  }
-
-  /** Takes a slot of the daily upload quota (403 when none is left) and returns the upload to feed. */
-  async startUpload(caller: Caller): Promise<Upload> {
-    const { prisma, store, quota, pending, onCleanupError, heartbeatMs } = this.options;
-    return quota.startWithSlot(
-      caller.accountId,
-      caller.plan.dailyUploads,
-      async (day) => {
-        const upload = new Upload(prisma, store, pending, caller, onCleanupError, this.storage, heartbeatMs);
-        await pending.recordUpload(upload.key, caller.accountId, day);
-        return upload;
-      },
-      onCleanupError,
-    );
   }
 
   /**
@@ -91,14 +69,14 @@ export class FileService {
    * gone from the API and the sweeper removes the object later.
    */
   async delete(accountId: number, fileId: number): Promise<void> {
-    const { prisma, store, pending, onCleanupError } = this.options;
+    const { prisma, store, ledger, onCleanupError } = this.options;
     const storageKey = await removeFileRow(prisma, accountId, fileId);
     if (!storageKey) throw fileErrors.notFound();
     // Its downloads in flight end now, here and on the other instances, before its object goes.
     await this.options.live?.announce({ file: fileId });
     try {
       await store.delete(storageKey);
-      await pending.forgetRemoved(storageKey);
+      await ledger.forgetRemoved(storageKey);
     } catch (err) {
       onCleanupError(err);
     }

@@ -1,9 +1,7 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { removeExpiredFiles } from './file-rows.js';
-import { PendingObjects } from './pending.js';
-import type { UploadQuota } from './quota.js';
-import type { ResumableUploads } from './resumable.js';
+import type { UploadLedger } from '../ledger/ledger.js';
 
 export interface SweepResult {
   /** Files past their expires_at, deleted (their objects go with the deletes of this sweep). */
@@ -32,6 +30,11 @@ const CLAIM_SECONDS = 600;
 /** The points of a sweep between two of its writes (tests interrupt it there, as a crash would). */
 export type SweepStep = 'claimed' | 'discarded' | 'forgotten';
 
+/** The tus uploads' own sweep (src/tus/uploads.ts): expired uploads, as their removal does them. */
+export interface ExpiringUploads {
+  sweepExpired(limit: number): Promise<{ removed: number; failed: number }>;
+}
+
 export interface SweeperOptions {
   claimSeconds?: number;
   /** Awaited at each step; a rejection ends the sweep there, with nothing undone (as a crash would). */
@@ -41,7 +44,7 @@ export interface SweeperOptions {
 /**
  * Removes what may be left in the store, in two passes.
  *
- * Records first: the pending_objects table names objects of deleted files
+ * Records first: the upload ledger's records name objects of deleted files
  * (removed at once) and uploads not touched for `grace` (crashed, or whose
  * abort could not reach the store). Each record is claimed with a lease
  * (claimed_until), so concurrent sweeps on several instances, or an upload
@@ -61,17 +64,13 @@ export interface SweeperOptions {
  * long they are silent; expired ones go in the pass between the two.
  */
 export class Sweeper {
-  private readonly pending: PendingObjects;
-
   constructor(
     private readonly prisma: PrismaClient,
     private readonly store: ObjectStore,
-    quota: UploadQuota,
-    private readonly resumable?: ResumableUploads,
+    private readonly ledger: UploadLedger,
+    private readonly resumable?: ExpiringUploads,
     private readonly options: SweeperOptions = {},
-  ) {
-    this.pending = new PendingObjects(prisma, quota);
-  }
+  ) {}
 
   async sweep(graceSeconds: number): Promise<SweepResult> {
     const cutoff = new Date(Date.now() - graceSeconds * 1000);
@@ -86,30 +85,26 @@ export class Sweeper {
   }
 
   private async sweepRecords(cutoff: Date, result: SweepResult): Promise<void> {
-    const rows = await this.pending.dueForSweep(cutoff, BATCH);
+    const rows = await this.ledger.dueForSweep(cutoff, BATCH);
     const step = this.options.onStep ?? (async () => {});
     for (const row of rows) {
       const now = new Date();
       const claim = new Date(now.getTime() + (this.options.claimSeconds ?? CLAIM_SECONDS) * 1000);
-      if (!(await this.pending.claim(row, now, claim))) continue; // completed, failed cleanly, or another sweep has it
+      if (!(await this.ledger.claim(row, now, claim))) continue; // completed, failed cleanly, or another sweep has it
       await step('claimed', row.storageKey);
       try {
         await this.store.discard(row.storageKey, row.uploadId ?? undefined);
       } catch {
-        await this.pending.letGo(row.storageKey, claim);
+        await this.ledger.letGo(row.storageKey, claim);
         result.failed += 1;
         continue;
       }
       await step('discarded', row.storageKey);
-      // The record goes with its reservation against the storage quota (one statement).
-      const holdsSlot = await this.pending.forgetSwept(row, claim);
+      // The record goes with the slot and the reservation it still held (one statement).
+      await this.ledger.forgetSwept(row, claim);
       await step('forgotten', row.storageKey);
-      if (row.reason === 'delete') {
-        result.deletes += 1;
-        continue;
-      }
-      result.uploads += 1;
-      if (holdsSlot) await this.pending.releaseSlot(row);
+      if (row.reason === 'delete') result.deletes += 1;
+      else result.uploads += 1;
     }
   }
 
@@ -118,7 +113,7 @@ export class Sweeper {
       for await (const page of this.store.openUploads()) {
         const old = page.filter((upload) => upload.since <= cutoff);
         if (old.length === 0) continue;
-        for (const upload of await this.pending.unclaimed(old)) {
+        for (const upload of await this.ledger.unclaimed(old)) {
           const aborted = await this.store.abortUpload(upload).then(
             () => true,
             () => false,

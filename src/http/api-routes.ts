@@ -3,8 +3,9 @@ import { z } from 'zod';
 import type { AccountService } from '../accounts/service.js';
 import { AppError, badRequest } from '../errors.js';
 import type { FileService } from '../files/service.js';
-import type { UploadGate } from '../files/upload-gate.js';
-import { enterUpload, type AccountSlots } from '../files/account-slots.js';
+import type { PlainUploads } from '../uploads/service.js';
+import type { UploadGate } from '../limits/upload-gate.js';
+import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
 import { fileErrors } from '../files/errors.js';
 import { MAX_FILE_ID } from '../files/file-rows.js';
 import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
@@ -15,7 +16,7 @@ import type { RequestLimits } from '../limits/request-limits.js';
 import type { Metrics } from '../metrics.js';
 import { parseUploadOptions, withRetention } from '../files/upload-options.js';
 import { presentFile, presentUpload } from './present.js';
-import type { ResumableUploads } from '../files/resumable.js';
+import type { ResumableUploads } from '../tus/uploads.js';
 import { tusRoutes } from './tus-routes.js';
 import { pagination, parseListQuery } from './list-query.js';
 import { linkRoutes } from './link-routes.js';
@@ -25,9 +26,10 @@ import { webhookRoutes } from './webhook-routes.js';
 export interface ApiDeps {
   accounts: AccountService;
   files: FileService;
+  uploads: PlainUploads;
   uploadGate: UploadGate;
   /** The plan's concurrent_uploads, per account. */
-  accountSlots: AccountSlots;
+  concurrencySlots: ConcurrencySlots;
   /** UPLOAD_MIN_RATE over UPLOAD_RATE_WINDOW: slower bodies are cut with 408. */
   bodyRate: BodyRateOptions;
   requestLimits: RequestLimits;
@@ -52,14 +54,14 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks }: ApiDeps) {
+export function apiRoutes({ accounts, files, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
   const guard = apiGuard({ accounts, requestLimits, authFailures, metrics });
 
   router.post('/files/upload', guard, async (ctx) => {
-    const leave = await enterUpload(uploadGate, accountSlots, ctx.state.caller);
+    const leave = await enterUpload(uploadGate, concurrencySlots, ctx.state.caller);
     try {
       await handleUpload(ctx);
     } finally {
@@ -74,7 +76,7 @@ export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate,
   });
 
   async function handleUpload(ctx: RouterContext<AuthState>) {
-    const upload = await files.startUpload(ctx.state.caller);
+    const upload = await uploads.start(ctx.state.caller);
     const cut = new AbortController();
     const unwatch = watchBodyRate(ctx.req, bodyRate, () => cut.abort(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
     try {
@@ -95,7 +97,7 @@ export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate,
 
   if (webhooks) webhookRoutes(router, guard, { webhooks });
 
-  if (resumable) tusRoutes(router, guard, { resumable, uploadGate, accountSlots, bodyRate, metrics, publicUrl });
+  if (resumable) tusRoutes(router, guard, { resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl });
 
   router.get('/files', guard, async (ctx) => {
     const { page, limit } = parseListQuery(ctx.query);
@@ -127,7 +129,7 @@ export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate,
         max_file_size: plan.maxFileSize,
         daily_uploads: plan.dailyUploads,
         // What applies: a plan without its own cap has the instance default.
-        concurrent_uploads: accountSlots.limitOf(plan.concurrentUploads),
+        concurrent_uploads: concurrencySlots.limitOf(plan.concurrentUploads),
         max_total_size: plan.maxTotalSize,
         max_expires_in: plan.maxExpiresIn,
       },

@@ -1,7 +1,7 @@
 // Parsing and writing the tus 1.0.0 headers (https://tus.io/protocols/resumable-upload).
 import { AppError, badRequest } from '../errors.js';
 import type { CodeOf } from '../error-codes.js';
-import type { UploadStatus } from '../files/resumable.js';
+import type { UploadStatus } from '../tus/uploads.js';
 import { publicLink } from './present.js';
 
 export const TUS_VERSION = '1.0.0';

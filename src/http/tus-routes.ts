@@ -2,17 +2,17 @@
 // creation-with-upload, creation-defer-length, termination, expiration and
 // checksum (sha256). Every request passes the same guard as the rest of the
 // API (key, plan, per-minute and per-day counting); every error is our JSON
-// shape. The work is in src/files/resumable.ts; this file only speaks HTTP.
+// shape. The work is in src/tus/uploads.ts; this file only speaks HTTP.
 import type Router from '@koa/router';
 import type { RouterContext } from '@koa/router';
 import type { Middleware } from 'koa';
 import { AppError } from '../errors.js';
-import type { ResumableUploads, UploadStatus } from '../files/resumable.js';
-import { resumableErrors, UploadAborted } from '../files/resumable-errors.js';
-import { isUploadId } from '../files/resumable-records.js';
-import type { UploadGate } from '../files/upload-gate.js';
+import type { ResumableUploads, UploadStatus } from '../tus/uploads.js';
+import { resumableErrors, UploadAborted } from '../tus/errors.js';
+import { isUploadId } from '../tus/records.js';
+import type { UploadGate } from '../limits/upload-gate.js';
 import { isOptionName, parseUploadOptions, withRetention, type UploadOptions } from '../files/upload-options.js';
-import { enterUpload, type AccountSlots } from '../files/account-slots.js';
+import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
 import { FileTooLarge, fileErrors } from '../files/errors.js';
 import { closeAfterAnswer, detachableBody } from './unread-body.js';
 import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
@@ -36,7 +36,7 @@ import {
 export interface TusDeps {
   resumable: ResumableUploads;
   uploadGate: UploadGate;
-  accountSlots: AccountSlots;
+  concurrencySlots: ConcurrencySlots;
   bodyRate: BodyRateOptions;
   metrics?: Metrics;
   /** Base of public links and of upload URLs, without a trailing slash. */
@@ -101,7 +101,7 @@ export function tusRoutes(router: Router<AuthState>, guard: Middleware<AuthState
 }
 
 /** An upload slot (the instance's gate and the account's concurrent uploads), released by calling what it returns. */
-const enterSlot = (tus: Tus, ctx: Ctx) => enterUpload(tus.uploadGate, tus.accountSlots, ctx.state.caller);
+const enterSlot = (tus: Tus, ctx: Ctx) => enterUpload(tus.uploadGate, tus.concurrencySlots, ctx.state.caller);
 
 function answer(tus: Tus, ctx: Ctx, status: number, upload: UploadStatus): void {
   ctx.status = status;

@@ -3,7 +3,7 @@
 // storage room until they finish, expire or are terminated (DELETE), so the
 // owner must be able to find them. Registered by tus-routes.ts.
 import type { RouterContext } from '@koa/router';
-import type { ResumableUploads } from '../files/resumable.js';
+import type { ResumableUploads } from '../tus/uploads.js';
 import type { AuthState } from './auth.js';
 import { pagination, parseListQuery } from './list-query.js';
 import { formatDate } from '../wire-date.js';

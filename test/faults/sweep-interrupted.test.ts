@@ -6,7 +6,7 @@
 import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
-import { UploadQuota } from '../../src/files/quota.js';
+import { UploadLedger } from '../../src/ledger/ledger.js';
 import { Sweeper, type SweepStep } from '../../src/files/sweeper.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
 import { backends } from '../helpers/databases.js';
@@ -29,7 +29,7 @@ for (const backend of backends) {
       t = await startTestServer(backend, { GC_INTERVAL: '0' });
       const prisma = t.server.db.prisma;
       store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
-      sweeper = (options) => new Sweeper(prisma, store, new UploadQuota(prisma), undefined, options);
+      sweeper = (options) => new Sweeper(prisma, store, new UploadLedger(prisma), undefined, options);
     });
     after(() => t?.close());
 

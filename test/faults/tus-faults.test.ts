@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
 import type { Caller } from '../../src/accounts/service.js';
-import { UploadQuota } from '../../src/files/quota.js';
-import { ResumableUploads } from '../../src/files/resumable.js';
+import { tusService } from '../helpers/tus-service.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
 import { sleep } from '../helpers/raw-upload.js';
 import type { TestServer } from '../helpers/server.js';
@@ -88,11 +87,7 @@ for (const store of ['local', 's3'] as const) {
       describe('the service, with a short lease (local store)', () => {
         let caller: Caller;
         const service = (options: { leaseMs?: number; clock?: () => Date; expirySeconds?: number; lifetimeSeconds?: number } = {}) =>
-          new ResumableUploads({
-            prisma: t.server.db.prisma,
-            store: new LocalObjectStore({ root: join(t.dataDir, 'objects') }),
-            quota: new UploadQuota(t.server.db.prisma),
-            expirySeconds: 3600,
+          tusService(t.server.db.prisma, new LocalObjectStore({ root: join(t.dataDir, 'objects') }), {
             onCleanupError: (err) => {
               throw err;
             },

@@ -5,11 +5,11 @@
 // (reserved_bytes), and a reservation is one conditional statement on the
 // account's row (which PostgreSQL serialises), granted only while
 // total_bytes + reserved_bytes stays within the quota. The commit moves an
-// upload's bytes from reserved to total in its one statement (file-rows.ts);
+// upload's bytes from reserved to total in its one statement (statements.ts);
 // the statements that settle or drop the record of a failed, swept or
-// removed upload give its share back in the same way (pending.ts), and
-// `dropstream gc` recounts reserved_bytes (recountFiles) should one ever
-// drift.
+// removed upload give its share back in the same way (ledger.ts), and
+// `dropstream gc` recounts reserved_bytes (recountReservations) should one
+// ever drift. Part of the upload ledger: built by it, reached through it.
 //
 // Reservations come in blocks, so a large upload costs a statement per block,
 // not per chunk: a block is what the chunk needs plus 1/64 of the room left

@@ -1,16 +1,17 @@
 // The database side of resumable uploads: one row per upload in
-// resumable_uploads, and its pending_objects record (reason "resumable"),
+// resumable_uploads, and its upload ledger record (reason "resumable"),
 // which holds the daily-quota slot until the file row replaces it. A request
-// writes to an upload only under a lease: a conditional UPDATE that checks
-// the offset, that no other lease is live and that the upload has not
-// expired, all in one statement, so two requests (on any instances) can
-// never both hold one.
+// writes to an upload only under its lock (locker.ts): a conditional
+// UPDATE that checks the offset, that no other lock is live and that the
+// upload has not expired, all in one statement, so two requests (on any
+// instances) can never both hold one.
 import { randomBytes } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import type { ResumableState } from '../storage/resumable.js';
 import { uploadExpiredSql } from '../webhooks/events.js';
-import type { PendingObjects, PendingRecord } from './pending.js';
-import { toFileRecord, type FileRecord } from './record.js';
+import type { PendingRecord, UploadLedger } from '../ledger/ledger.js';
+import { holdsResumableSql } from '../ledger/statements.js';
+import { toFileRecord, type FileRecord } from '../files/record.js';
 
 export interface ResumableRow {
   id: string;
@@ -37,7 +38,7 @@ export interface ResumableView extends ResumableRow {
   file?: FileRecord;
   /** Its pending record still holds the slot: the upload is not yet a file (or finishing was cut short). */
   pending: boolean;
-  /** A request holds its lease now. */
+  /** A request holds its lock now. */
   locked: boolean;
 }
 
@@ -48,7 +49,7 @@ export interface RemovalClaim {
   row: ResumableRow;
   /** Its pending record, holding the quota slot; absent once the upload became a file (then the row is already gone). */
   pending?: PendingRecord;
-  /** The removal's lease on the row. */
+  /** The removal's claim on the row (a lock token of its own). */
   token: string;
   /** Removed by the sweep for its expiry (not by its client): forgetting it writes upload.expired. */
   expired?: boolean;
@@ -78,7 +79,7 @@ export const isUploadId = (id: string) => /^[A-Za-z0-9_-]{22}$/.test(id);
 
 const json = (state: ResumableState) => state as unknown as Prisma.InputJsonValue;
 const bytes = (state: Uint8Array) => new Uint8Array(state) as Uint8Array<ArrayBuffer>;
-/** No live lease at `now`. */
+/** No live lock at `now`. */
 const unlocked = (now: Date) => ({ OR: [{ lockedUntil: null }, { lockedUntil: { lte: now } }] });
 
 export interface NewUpload {
@@ -101,7 +102,7 @@ export class ResumableRecords {
   constructor(
     private readonly prisma: PrismaClient,
     /** The owner of the pending record each upload has (reason "resumable"). */
-    private readonly pending: PendingObjects,
+    private readonly ledger: UploadLedger,
   ) {}
 
   /** The upload's row and its pending record (holding the quota slot of `quotaDay`), together. */
@@ -111,7 +112,7 @@ export class ResumableRecords {
       this.prisma.resumableUpload.create({
         data: { ...fields, length: fields.length === undefined ? null : BigInt(fields.length), storeState: json(fields.storeState), hashState: bytes(fields.hashState) },
       }),
-      this.pending.recordResumable({ storageKey: upload.storageKey, accountId: upload.accountId, quotaDay, uploadId: upload.storeState.uploadId }),
+      this.ledger.recordResumable({ storageKey: upload.storageKey, accountId: upload.accountId, quotaDay, uploadId: upload.storeState.uploadId }),
     ]);
     return toRow(row);
   }
@@ -123,7 +124,7 @@ export class ResumableRecords {
     // Two lookups by unique key, side by side: one round trip's wait.
     const [file, pending] = await Promise.all([
       this.prisma.file.findUnique({ where: { storageKey: row.storageKey } }),
-      this.pending.holdsResumable(row.storageKey),
+      this.ledger.holdsResumable(row.storageKey),
     ]);
     return {
       ...toRow(row),
@@ -134,10 +135,10 @@ export class ResumableRecords {
   }
 
   /**
-   * Takes the upload's lease for `token` until `until`, if it is the
-   * account's, not expired, not leased, and (when given) at `offset`.
+   * Locks the upload for `token` until `until`, if it is the account's, not
+   * expired, not locked, and (when given) at `offset`.
    */
-  async lease(id: string, accountId: number, token: string, now: Date, until: Date, offset?: number): Promise<ResumableRow | undefined> {
+  async lock(id: string, accountId: number, token: string, now: Date, until: Date, offset?: number): Promise<ResumableRow | undefined> {
     const rows = await this.prisma.resumableUpload.updateManyAndReturn({
       where: { id, accountId, expiresAt: { gt: now }, ...(offset === undefined ? {} : { offset: BigInt(offset) }), ...unlocked(now) },
       data: { lockToken: token, lockedUntil: until },
@@ -145,20 +146,20 @@ export class ResumableRecords {
     return rows[0] ? toRow(rows[0]) : undefined;
   }
 
-  /** Until when the account's upload is leased (null: not leased; undefined: no such upload). */
+  /** Until when the account's upload is locked (null: not locked; undefined: no such upload). */
   async lockedUntil(id: string, accountId: number): Promise<Date | null | undefined> {
     const row = await this.prisma.resumableUpload.findUnique({ where: { id, accountId }, select: { lockedUntil: true } });
     return row?.lockedUntil;
   }
 
-  /** Extends a lease; false when it is no longer ours. */
+  /** Extends a lock; false when it is no longer ours. */
   async renew(id: string, token: string, until: Date): Promise<boolean> {
     const { count } = await this.prisma.resumableUpload.updateMany({ where: { id, lockToken: token }, data: { lockedUntil: until } });
     return count === 1;
   }
 
-  /** Ends a lease without changing anything else. */
-  async release(id: string, token: string): Promise<void> {
+  /** Ends the lock of `token` (UploadLock.unlock, its only caller) without changing anything else. */
+  async unlock(id: string, token: string): Promise<void> {
     await this.prisma.resumableUpload.updateMany({ where: { id, lockToken: token }, data: { lockToken: null, lockedUntil: null } });
   }
 
@@ -166,15 +167,15 @@ export class ResumableRecords {
   async saveStoreState(row: ResumableRow, token: string, state: ResumableState): Promise<void> {
     await this.prisma.$transaction([
       this.prisma.resumableUpload.updateMany({ where: { id: row.id, lockToken: token }, data: { storeState: json(state) } }),
-      this.pending.setResumableUploadId(row.storageKey, state.uploadId),
+      this.ledger.setResumableUploadId(row.storageKey, state.uploadId),
     ]);
   }
 
-  /** Records what an append stored; keeps the lease when `keepLease`. False when the lease was lost (nothing saved). */
+  /** Records what an append stored, under the lock of `token`, which stays held. False when the lock was lost (nothing saved). */
   async commit(
     id: string,
     token: string,
-    next: { offset: number; length?: number; storeState: ResumableState; hashState: Uint8Array; interrupted: boolean; expiresAt: Date; keepLease: boolean },
+    next: { offset: number; length?: number; storeState: ResumableState; hashState: Uint8Array; interrupted: boolean; expiresAt: Date },
   ): Promise<boolean> {
     const { count } = await this.prisma.resumableUpload.updateMany({
       where: { id, lockToken: token },
@@ -185,7 +186,6 @@ export class ResumableRecords {
         hashState: bytes(next.hashState),
         interrupted: next.interrupted,
         expiresAt: next.expiresAt,
-        ...(next.keepLease ? {} : { lockToken: null, lockedUntil: null }),
       },
     });
     return count === 1;
@@ -193,10 +193,10 @@ export class ResumableRecords {
 
   /**
    * Claims the upload for its removal, all or nothing; `where` says whose
-   * turn it is (our lease, or expired and unleased). An upload that became
+   * turn it is (our lock, or expired and unlocked). An upload that became
    * a file (its pending record is gone) only loses its row: the object is
    * the file's. Otherwise nothing is deleted yet (delete, then forget): the
-   * row is made expired, so no request can lease it again, and leased to
+   * row is made expired, so no request can lock it again, and claimed by
    * `claim.token` until `claim.until`. The removal forgets both records only
    * once the store has discarded the bytes (forget()); one that dies before
    * leaves them, and the sweep removes the upload once the claim ran out.
@@ -210,7 +210,7 @@ export class ResumableRecords {
         data: { lockToken: claim.token, lockedUntil: claim.until, expiresAt: claim.now },
       });
       if (!row) return undefined;
-      const pending = await this.pending.resumableRecord(tx, row.storageKey);
+      const pending = await this.ledger.resumableRecord(tx, row.storageKey);
       if (!pending) await tx.resumableUpload.delete({ where: { id } });
       return { row: toRow(row), pending, token: claim.token, expired: !('token' in where) };
     });
@@ -226,7 +226,7 @@ export class ResumableRecords {
     return this.prisma.$transaction(async (tx) => {
       const { count } = await tx.resumableUpload.deleteMany({ where: { id: claimed.row.id, lockToken: claimed.token } });
       if (count === 0) return false;
-      const forgotten = await this.pending.forgetResumable(tx, claimed.row.storageKey);
+      const forgotten = await this.ledger.forgetResumable(tx, claimed.row.storageKey);
       // Swept unfinished: the upload.expired messages commit with the forgetting, or neither.
       if (forgotten && claimed.expired) await tx.$executeRaw(uploadExpiredSql(claimed.row, new Date()));
       return forgotten;
@@ -246,7 +246,7 @@ export class ResumableRecords {
    */
   async unfinished(accountId: number, now: Date, page: number, limit: number): Promise<{ rows: ResumableRow[]; total: number }> {
     const where = Prisma.sql`r.account_id = ${accountId} AND r.expires_at > ${now}::timestamp(3)
-      AND EXISTS (SELECT 1 FROM pending_objects p WHERE p.storage_key = r.storage_key AND p.reason = 'resumable')`;
+      AND ${holdsResumableSql('r')}`;
     const [rows, counted] = await Promise.all([
       this.prisma.$queryRaw<{ id: string }[]>`
         SELECT r.id FROM resumable_uploads r WHERE ${where} ORDER BY r.created_at DESC, r.id DESC
@@ -259,7 +259,7 @@ export class ResumableRecords {
     return { rows: rows.flatMap((r) => byId.get(r.id) ?? []), total: counted[0]?.total ?? 0 };
   }
 
-  /** Ids of expired, unleased uploads (at most `limit`), oldest first. */
+  /** Ids of expired, unlocked uploads (at most `limit`), oldest first. */
   async expired(now: Date, limit: number): Promise<string[]> {
     const rows = await this.prisma.resumableUpload.findMany({
       where: { expiresAt: { lte: now }, ...unlocked(now) },

@@ -1,15 +1,14 @@
 import { pipeline, type Readable } from 'node:stream';
 import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
+import type { UploadLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { ByteCounter } from './byte-counter.js';
-import { fileErrors } from './errors.js';
-import { cleanFilename } from './filename.js';
-import type { PendingObjects } from './pending.js';
-import { commitFile, type StoredFile } from './file-rows.js';
-import { newStorageKey, type FileRecord } from './record.js';
-import type { StorageQuota } from './storage-quota.js';
-import { linkRulesOf, type UploadOptions } from './upload-options.js';
+import { fileErrors } from '../files/errors.js';
+import { cleanFilename } from '../files/filename.js';
+import { commitFile, type StoredFile } from '../files/file-rows.js';
+import { newStorageKey, type FileRecord } from '../files/record.js';
+import { linkRulesOf, type UploadOptions } from '../files/upload-options.js';
 
 /**
  * The largest file `caller` may upload into `store`. Plans are checked
@@ -26,7 +25,7 @@ interface Stored {
 
 const ignore = () => {};
 
-/** How often a streaming upload tells the sweeper it is alive (FileServiceOptions.heartbeatMs overrides it, for tests). */
+/** How often a streaming upload tells the sweeper it is alive (PlainUploadsOptions.heartbeatMs overrides it, for tests). */
 export const HEARTBEAT_MS = 60_000;
 
 /**
@@ -49,10 +48,9 @@ export class Upload {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly store: ObjectStore,
-    private readonly pending: PendingObjects,
+    private readonly ledger: UploadLedger,
     private readonly caller: Caller,
     private readonly onCleanupError: (err: unknown) => void,
-    private readonly storage: StorageQuota,
     private readonly heartbeatMs = HEARTBEAT_MS,
   ) {}
 
@@ -71,18 +69,18 @@ export class Upload {
     const filename = cleanFilename(rawFilename);
     const limit = maxUploadSize(this.caller, this.store);
     const counter = new ByteCounter(limit, () => fileErrors.tooLarge(limit));
-    const heartbeat = setInterval(() => this.pending.touch(this.key).catch(this.onCleanupError), this.heartbeatMs).unref();
+    const heartbeat = setInterval(() => this.ledger.touch(this.key).catch(this.onCleanupError), this.heartbeatMs).unref();
     try {
       // The callback form only wires the two streams: errors on either side
       // destroy both and reach the store's put, which cleans up and rejects.
-      // With a storage quota, no byte reaches the store before it is reserved (storage-quota.ts).
+      // With a storage quota, no byte reaches the store before it is reserved (src/ledger/storage-quota.ts).
       const quota = this.caller.plan.maxTotalSize;
-      const source = quota === null ? pipeline(body, counter, ignore) : pipeline(body, counter, this.storage.gate(this.caller.accountId, this.key, quota), ignore);
+      const source = quota === null ? pipeline(body, counter, ignore) : pipeline(body, counter, this.ledger.storage.gate(this.caller.accountId, this.key, quota), ignore);
       await this.store.put(this.key, source, {
         maxSize: limit,
         onStarted: (uploadId) => {
           this.uploadId = uploadId;
-          return this.pending.setUploadId(this.key, uploadId);
+          return this.ledger.setUploadId(this.key, uploadId);
         },
       });
     } finally {
@@ -118,6 +116,6 @@ export class Upload {
       },
     );
     // Settling gives back the slot and, in the same statement, any bytes reserved against the storage quota.
-    await this.pending.settleFailedUpload(this.key, objectGone).catch(this.onCleanupError);
+    await this.ledger.settleFailedUpload(this.key, objectGone).catch(this.onCleanupError);
   }
 }

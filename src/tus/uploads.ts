@@ -3,30 +3,30 @@
 // byte is in; then it becomes a file through the same commit as a plain
 // upload (file-rows.ts). Nothing of an upload lives in a process between
 // requests: its offset, the store's state and the SHA-256 so far are in the
-// database (resumable-records.ts), its bytes in the object store.
+// database (records.ts), its bytes in the object store.
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../accounts/types.js';
 import { AppError } from '../errors.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import { FileTooLarge, fileErrors } from './errors.js';
-import { commitFile } from './file-rows.js';
-import { cleanFilename } from './filename.js';
-import { PendingObjects } from './pending.js';
-import type { UploadQuota } from './quota.js';
-import { newStorageKey, type FileRecord } from './record.js';
-import { hasher, writeBody, type AppendInput } from './resumable-body.js';
-import { resumableErrors } from './resumable-errors.js';
-import { newUploadId, ResumableRecords, type ResumableRow } from './resumable-records.js';
-import { LeaseTakenOver, UploadLeases, type Lease } from './upload-lease.js';
-import { maxUploadSize } from './upload.js';
-import { linkRulesOf, type UploadOptions } from './upload-options.js';
-import { StorageQuota, StorageQuotaExceeded } from './storage-quota.js';
+import { FileTooLarge, fileErrors } from '../files/errors.js';
+import { commitFile } from '../files/file-rows.js';
+import { cleanFilename } from '../files/filename.js';
+import { newStorageKey, type FileRecord } from '../files/record.js';
+import { hasher, writeBody, type AppendInput } from './body.js';
+import { resumableErrors } from './errors.js';
+import { newUploadId, type ResumableRecords, type ResumableRow } from './records.js';
+import { LockTakenOver, type UploadLock, type UploadLocker } from './locker.js';
+import { maxUploadSize } from '../uploads/upload.js';
+import { linkRulesOf, type UploadOptions } from '../files/upload-options.js';
+import type { UploadLedger } from '../ledger/ledger.js';
+import { StorageQuotaExceeded } from '../ledger/storage-quota.js';
 
 export interface ResumableOptions {
   prisma: PrismaClient;
   store: ObjectStore;
-  quota: UploadQuota;
+  /** The upload ledger (daily slots, pending records, storage quota), built once by the composition root. */
+  ledger: UploadLedger;
   /** Seconds an unfinished upload lives after its creation or last write (Upload-Expires). */
   expirySeconds: number;
   /**
@@ -35,13 +35,10 @@ export interface ResumableOptions {
    * began (server.ts passes the rule in force). Absent: no such limit.
    */
   lifetimeSeconds?: number;
-  /** How long a request's lease on an upload holds unless renewed (every third of it, while the request runs). */
-  leaseMs?: number;
-  /** How long a request waits for the request holding the upload to let go (newest request wins); 0: it gets 409 at once. */
-  takeoverMs?: number;
-  /** Carries a release request to the other instances (server.ts: Redis pub/sub or PostgreSQL NOTIFY). */
-  publishRelease?: (id: string) => Promise<unknown> | void;
-  clock?: () => Date;
+  /** The uploads' rows (built by the composition root, over the same ledger). */
+  records: ResumableRecords;
+  /** Which request may write to an upload now (its lease time is also a removal's claim time; its clock is ours). */
+  locker: UploadLocker;
   /** Errors of clean-up work that must not fail the request. */
   onCleanupError: (err: unknown) => void;
   /** Awaited at each step of a removal; a rejection ends it there, with nothing undone (tests stop it as a crash would). */
@@ -93,30 +90,22 @@ function cutAt(interrupted: unknown, offset: number): AppError {
 
 export class ResumableUploads {
   private readonly records: ResumableRecords;
-  /** The pending records of uploads (holding their daily slots). */
-  private readonly pending: PendingObjects;
-  /** Reservations against the plan's max_total_size. */
-  private readonly storage: StorageQuota;
-  readonly leases: UploadLeases;
+  /** Reservations against the plan's max_total_size (the ledger's). */
+  private readonly storage: UploadLedger['storage'];
+  private readonly locker: UploadLocker;
   private readonly clock: () => Date;
-  /** How long a request's lease holds, and a removal's claim. */
+  /** How long a request's lock holds unless renewed, and a removal's claim. */
   private readonly leaseMs: number;
   /** How long a request giving way reads on what is already in flight: a quarter of the newcomer's wait, at most 2 s. */
   private readonly settleMs: number;
 
   constructor(private readonly options: ResumableOptions) {
-    this.pending = new PendingObjects(options.prisma, options.quota);
-    this.records = new ResumableRecords(options.prisma, this.pending);
-    this.storage = new StorageQuota(options.prisma);
-    this.clock = options.clock ?? (() => new Date());
-    this.leaseMs = options.leaseMs ?? 30_000;
-    const takeoverMs = options.takeoverMs ?? 10_000;
-    this.settleMs = Math.min(2000, takeoverMs / 4);
-    this.leases = new UploadLeases(
-      this.records,
-      { leaseMs: this.leaseMs, takeoverMs, clock: this.clock, publish: options.publishRelease },
-      options.onCleanupError,
-    );
+    this.records = options.records;
+    this.locker = options.locker;
+    this.storage = options.ledger.storage;
+    this.clock = options.locker.options.clock;
+    this.leaseMs = options.locker.options.leaseMs;
+    this.settleMs = Math.min(2000, options.locker.options.takeoverMs / 4);
   }
 
   /** Upload-Expires after a write at `now` to an upload created at `createdAt`. */
@@ -132,7 +121,7 @@ export class ResumableUploads {
    * none is left).
    */
   async create(caller: Caller, input: { length?: number; rawFilename: string; options?: UploadOptions }): Promise<UploadStatus> {
-    const { store, quota, onCleanupError } = this.options;
+    const { store, ledger, onCleanupError } = this.options;
     const filename = cleanFilename(input.rawFilename);
     const max = this.maxSize(caller);
     if (input.length !== undefined && input.length > max) throw fileErrors.tooLarge(max);
@@ -144,7 +133,7 @@ export class ResumableUploads {
     }
     // Kept until the upload becomes a file: the password only as its hash.
     const rules = await linkRulesOf({ maxDownloads: options.maxDownloads, password: options.password }, this.clock());
-    return quota.startWithSlot(caller.accountId, caller.plan.dailyUploads, async (day) => {
+    return ledger.open(caller.accountId, caller.plan.dailyUploads, async (day) => {
       const storageKey = newStorageKey();
       const now = this.clock();
       const row = await this.records.create({
@@ -182,19 +171,18 @@ export class ResumableUploads {
       // Read again even when there was nothing to take over: the holder may
       // have committed and let go between our read and the takeover, and the
       // offset read before is then stale (a client sent from 0 again).
-      await this.leases.takeOver(id, caller.accountId);
+      await this.locker.takeOver(id, caller.accountId);
       view = await this.records.find(id, caller.accountId, this.clock());
       if (view?.file) return statusOf(view, view.file);
       if (!view?.pending) throw resumableErrors.notFound();
     }
     if (view.offset === view.length && !view.locked) {
-      const lease = await this.leases.acquire(id, caller.accountId, view.offset);
-      if (lease) {
+      const lock = await this.locker.lock(id, caller.accountId, view.offset);
+      if (lock) {
         try {
-          return statusOf(lease.row, await this.finishLeased(lease.row, lease));
-        } catch (err) {
-          await lease.release();
-          throw err;
+          return statusOf(lock.row, await this.finish(lock.row));
+        } finally {
+          await lock.unlock();
         }
       }
     }
@@ -218,27 +206,24 @@ export class ResumableUploads {
 
   /** Writes `input.body` at `input.offset` (PATCH). */
   async append(caller: Caller, id: string, input: AppendInput): Promise<AppendOutcome> {
-    const lease = await this.leases.acquire(id, caller.accountId, input.offset);
-    if (!lease) throw await this.whyNotLeased(caller, id, input.offset);
-    let answered = false;
+    const lock = await this.locker.lock(id, caller.accountId, input.offset);
+    if (!lock) throw await this.whyNotLocked(caller, id, input.offset);
     try {
-      const outcome = await this.appendLeased(caller, lease.row, lease, input);
-      answered = true; // appendLeased committed, and released the lease
-      return outcome;
+      return await this.appendLocked(caller, lock, input);
     } finally {
-      await lease.release(answered);
+      await lock.unlock();
     }
   }
 
-  private async appendLeased(caller: Caller, row: ResumableRow, lease: Lease, input: AppendInput): Promise<AppendOutcome> {
-    const { token } = lease;
+  private async appendLocked(caller: Caller, lock: UploadLock, input: AppendInput): Promise<AppendOutcome> {
+    const { row, token } = lock;
     const max = this.maxSize(caller);
     const length = this.declaredLength(row, input.length);
     // Every byte was stored by an append that knew the length (so the store
     // has ended its upload). A length declared only now, equal to what is
     // stored, goes through the store's append like any other request: it is
     // the store's cue to send its last part.
-    if (row.length !== undefined && row.offset === row.length) return this.appendToComplete(caller, row, lease, input);
+    if (row.length !== undefined && row.offset === row.length) return this.appendToComplete(caller, row, input);
     const limit = (length ?? max) - row.offset;
     // Past a declared length, the request is wrong; past the plan (deferred
     // length, or one declared over it), the upload can never be a file.
@@ -266,15 +251,15 @@ export class ResumableUploads {
       // The bytes stored so far are reserved (each request trims its reservation to them when it ends).
       admit: quota === null ? undefined : this.storage.admitter(caller.accountId, row.storageKey, quota, held),
       onState: (state) => this.records.saveStoreState(row, token, state),
-      // Told to stop (a newer request for this upload, or the lease could not
+      // Told to stop (a newer request for this upload, or the lock could not
       // be renewed): the body ends (for a newer request, once what is in
       // flight is in); what was stored is committed below as for a client
-      // that hung up, and the lease is released.
+      // that hung up, and append() unlocks.
       stop: {
-        signal: lease.signal,
-        settles: (reason) => reason instanceof LeaseTakenOver,
+        signal: lock.signal,
+        settles: (reason) => reason instanceof LockTakenOver,
         graceMs: this.settleMs,
-        error: (reason) => (reason instanceof LeaseTakenOver || !(reason instanceof Error) ? resumableErrors.busy() : reason),
+        error: (reason) => (reason instanceof LockTakenOver || !(reason instanceof Error) ? resumableErrors.busy() : reason),
       },
     })
       .then((result) => {
@@ -295,23 +280,22 @@ export class ResumableUploads {
     }
     const finished = written.offset === length;
     const next = { ...row, offset: written.offset, length, storeState: written.state, hashState: written.hashState, expiresAt: this.expiresAfter(this.clock(), row.createdAt) };
-    const saved = await this.records.commit(row.id, token, { ...next, interrupted: interrupted !== undefined, keepLease: finished });
+    const saved = await this.records.commit(row.id, token, { ...next, interrupted: interrupted !== undefined });
     if (!saved) throw resumableErrors.busy();
     if (interrupted !== undefined && !finished) throw cutAt(interrupted, written.offset);
-    const file = finished ? await this.finishLeased(next, lease) : undefined;
+    const file = finished ? await this.finish(next) : undefined;
     return { status: statusOf(next, file), received: written.received, resumedAt: row.interrupted ? row.offset : undefined };
   }
 
   /** A request to an upload that has every byte: nothing more may come; finish it if that was cut short. */
-  private async appendToComplete(caller: Caller, row: ResumableRow, lease: Lease, input: AppendInput): Promise<AppendOutcome> {
+  private async appendToComplete(caller: Caller, row: ResumableRow, input: AppendInput): Promise<AppendOutcome> {
     if ((input.bodySize ?? 0) > 0) throw resumableErrors.lengthExceeded(row.offset);
     const view = await this.records.find(row.id, caller.accountId, this.clock());
     if (view?.file || !view?.pending) {
-      await lease.release();
       if (!view?.file) throw resumableErrors.notFound();
       return { status: statusOf(row, view.file), received: 0 };
     }
-    return { status: statusOf(row, await this.finishLeased(row, lease)), received: 0 };
+    return { status: statusOf(row, await this.finish(row)), received: 0 };
   }
 
   /** The length this request leaves the upload with; a deferred one may be declared once, never changed. */
@@ -322,8 +306,8 @@ export class ResumableUploads {
     return declared;
   }
 
-  /** Makes the upload's object a file, as a plain upload's; ends the lease. */
-  private async finishLeased(row: ResumableRow, lease: Lease): Promise<FileRecord> {
+  /** Makes the upload's object a file, as a plain upload's; the caller holds its lock, and unlocks. */
+  private async finish(row: ResumableRow): Promise<FileRecord> {
     await this.options.store.completeResumable(row.storageKey, row.storeState, row.offset);
     const sha256 = (await hasher(row.hashState)).digest('hex');
     const file = await commitFile(this.options.prisma, {
@@ -335,11 +319,10 @@ export class ResumableUploads {
       expiresIn: row.fileExpiresIn,
       primaryLink: { maxDownloads: row.maxDownloads, passwordHash: row.passwordHash },
     });
-    await lease.release();
     return file;
   }
 
-  private async whyNotLeased(caller: Caller, id: string, offset: number): Promise<AppError> {
+  private async whyNotLocked(caller: Caller, id: string, offset: number): Promise<AppError> {
     const now = this.clock();
     const view = await this.records.find(id, caller.accountId, now);
     if (!view || !(view.pending || view.file) || (!view.file && view.expiresAt <= now)) return resumableErrors.notFound();
@@ -349,27 +332,20 @@ export class ResumableUploads {
 
   /** Terminates an unfinished upload (DELETE): its bytes are removed and its daily slot comes back. */
   async terminate(caller: Caller, id: string): Promise<void> {
-    const lease = await this.leases.acquire(id, caller.accountId);
-    const now = this.clock();
-    // A lease held renews itself until released: a failed read must let it go.
-    const view = await this.records.find(id, caller.accountId, now).catch(async (err: unknown) => {
-      await lease?.release();
-      throw err;
-    });
-    if (!lease) {
-      if (view?.file) throw resumableErrors.complete();
-      if (view?.pending && view.locked && view.expiresAt > now) throw resumableErrors.busy();
-      throw resumableErrors.notFound();
-    }
-    if (view?.file || !view?.pending) {
-      await lease.release();
-      throw view?.file ? resumableErrors.complete() : resumableErrors.notFound();
-    }
+    const lock = await this.locker.lock(id, caller.accountId);
     try {
-      await this.remove(id, { token: lease.token });
+      const now = this.clock();
+      const view = await this.records.find(id, caller.accountId, now);
+      if (!lock) {
+        if (view?.file) throw resumableErrors.complete();
+        if (view?.pending && view.locked && view.expiresAt > now) throw resumableErrors.busy();
+        throw resumableErrors.notFound();
+      }
+      if (view?.file || !view?.pending) throw view?.file ? resumableErrors.complete() : resumableErrors.notFound();
+      // The removal puts a claim of its own on the row; unlocking then changes nothing there.
+      await this.remove(id, { token: lock.token });
     } finally {
-      // The removal put its own claim on the row (forgotten, or let go): this lease is not in the database any more.
-      await lease.release(true);
+      await lock?.unlock();
     }
   }
 
@@ -397,11 +373,11 @@ export class ResumableUploads {
       return 'failed';
     }
     await step('discarded', id);
-    // Forgetting the record gives back its reservation against the storage quota too.
-    // Another removal took over a claim that ran out: the slot is its to give back.
+    // Forgetting the record gives back its slot and its reservation against
+    // the storage quota in the same statement. Another removal took over a
+    // claim that ran out: then the record is its to forget.
     if (!(await this.records.forget(claimed))) return undefined;
     await step('forgotten', id);
-    await this.pending.releaseSlot(claimed.pending);
     return 'removed';
   }
 

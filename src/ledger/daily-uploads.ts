@@ -1,13 +1,20 @@
+// The plan's daily_uploads: uploads an account may start per UTC day, exact
+// under concurrency and across instances. Part of the upload ledger
+// (ledger.ts): only the ledger takes and gives back these daily slots.
+import { AppError } from '../errors.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { utcDay } from '../utc-day.js';
-import { fileErrors } from './errors.js';
+
+/** 403 daily_upload_limit: the plan's uploads for this UTC day are used up. */
+export const dailyUploadLimit = (limit: number) =>
+  new AppError('daily_upload_limit', `The plan's limit of ${limit} uploads per day (UTC) is reached`);
 
 /**
- * Daily upload quotas, exact under concurrency and across instances: the
- * slot is taken by one conditional upsert, which PostgreSQL serialises on the
- * row, before the body is read.
+ * The daily slot is taken by one conditional upsert, which PostgreSQL
+ * serialises on the row, before the body is read; it comes back with the
+ * statement that drops or settles the pending record holding it (ledger.ts).
  */
-export class UploadQuota {
+export class DailyUploads {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly clock: () => Date = () => new Date(),
@@ -23,24 +30,6 @@ export class UploadQuota {
       WHERE daily_uploads.count < ${limit}
       RETURNING count`;
     return rows.length ? day : undefined;
-  }
-
-  /**
-   * Takes a slot for today (403 daily_upload_limit when `limit` are taken)
-   * and starts an upload with it: `start` records it (PendingObjects), after
-   * which the record holds the slot. Until then the slot is ours alone, so if
-   * `start` fails it is given back here (a failure to give it back goes to
-   * `onCleanupError`) and the error goes on.
-   */
-  async startWithSlot<T>(accountId: number, limit: number, start: (day: string) => Promise<T>, onCleanupError: (err: unknown) => void): Promise<T> {
-    const day = await this.take(accountId, limit);
-    if (!day) throw fileErrors.dailyUploadLimit(limit);
-    try {
-      return await start(day);
-    } catch (err) {
-      await this.release(accountId, day).catch(onCleanupError);
-      throw err;
-    }
   }
 
   /** Gives a slot back to the day it was taken from, even after midnight. */

@@ -1,16 +1,22 @@
-// How many uploads each account runs at once, across all instances (the
-// plan's concurrent_uploads). With Redis, each running upload is a member of
+// Concurrency slots: how many uploads each account runs at once, across all
+// instances (the plan's concurrent_uploads). Not the daily slots of the
+// plan's daily_uploads (src/ledger/daily-uploads.ts), nor an instance's
+// places (upload-gate.ts). With Redis, each running upload is a member of
 // a sorted set per account whose score is its lease's expiry: this process
 // renews the leases of its uploads while they run, so the slots of a process
 // that died expire within LEASE_MS. Without Redis the count is per process.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { fileErrors } from './errors.js';
+import { AppError } from '../errors.js';
 
 /** How long a slot outlives the process holding it: the slots of a killed instance are free again after this. */
 export const LEASE_MS = 10_000;
 /** Seconds a refused upload is told to wait: uploads hold their slots for seconds to minutes. */
 const RETRY_AFTER_SECONDS = 5;
+
+/** 429 too_many_uploads: the account's own limit (its plan), unlike 503 server_busy, which is the instance's (upload-gate.ts). */
+const tooManyUploads = (limit: number) =>
+  new AppError('too_many_uploads', `The plan allows ${limit} uploads at once; wait for one to finish`, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
 
 // One round trip: drop expired leases, count, add ours if there is room.
 // The time is Redis's, so instances with skewed clocks agree on expiry.
@@ -41,7 +47,7 @@ interface Held {
   member: string;
 }
 
-export interface AccountSlotsOptions {
+export interface ConcurrencySlotsOptions {
   redis?: Redis;
   /**
    * The cap of an account whose plan sets no concurrent_uploads
@@ -55,14 +61,14 @@ export interface AccountSlotsOptions {
   onRedisError?: (err: unknown) => void;
 }
 
-export class AccountSlots {
+export class ConcurrencySlots {
   /** Slots counted in this process: all of them without Redis, and those taken while Redis failed. */
   private readonly local = new Map<number, number>();
   private readonly held = new Set<Held>();
   private readonly leaseMs: number;
   private readonly renewal?: NodeJS.Timeout;
 
-  constructor(private readonly options: AccountSlotsOptions) {
+  constructor(private readonly options: ConcurrencySlotsOptions) {
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     if (options.redis) {
       options.redis.defineCommand('dropstreamTakeSlot', { numberOfKeys: 1, lua: TAKE });
@@ -93,7 +99,7 @@ export class AccountSlots {
       } catch (err) {
         this.options.onRedisError?.(err);
       }
-      if (taken === 0) throw fileErrors.tooManyUploads(limit, RETRY_AFTER_SECONDS);
+      if (taken === 0) throw tooManyUploads(limit);
       if (taken === 1) {
         this.held.add(held);
         return once(() => {
@@ -104,7 +110,7 @@ export class AccountSlots {
       }
     }
     const running = this.local.get(accountId) ?? 0;
-    if (running >= limit) throw fileErrors.tooManyUploads(limit, RETRY_AFTER_SECONDS);
+    if (running >= limit) throw tooManyUploads(limit);
     this.local.set(accountId, running + 1);
     return once(() => {
       const left = (this.local.get(accountId) ?? 1) - 1;
@@ -150,7 +156,7 @@ function once(fn: () => void): () => void {
  */
 export async function enterUpload(
   gate: { enter(accountId: number): () => void },
-  slots: AccountSlots,
+  slots: ConcurrencySlots,
   caller: { accountId: number; plan: { concurrentUploads: number | null } },
 ): Promise<() => void> {
   const leave = gate.enter(caller.accountId);

@@ -1,19 +1,20 @@
-// The pending_objects records (src/files/pending.ts) on a real database:
-// their claims (one winner, however many race), letting a claim go, and the
-// slot each upload record holds, given back exactly once. Then uploads and
-// deletes stopped between every two of their steps, as a crash would stop
-// them (the steps after it never run, nothing is undone), followed by the
-// sweep: nothing is left in the store that no record names, no slot comes
-// back twice, and no file is ever visible half-written.
+// The upload ledger (src/ledger) on a real database, PGlite and PostgreSQL:
+// the contract every upload path (plain, tus, file requests) and the sweep
+// rely on. Its records' claims (one winner, however many race), letting a
+// claim go, the slot and reservation each upload record holds, given back
+// exactly once and in the statement that drops or settles the record. Then
+// uploads and deletes stopped between every two of their steps, as a crash
+// would stop them (the steps after it never run, nothing is undone),
+// followed by the sweep: nothing is left in the store that no record names,
+// no slot comes back twice, and no file is ever visible half-written.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { expect } from 'chai';
-import { commitFile, recountFiles, removeFileRow, UploadSweptError } from '../../src/files/file-rows.js';
-import { PendingObjects } from '../../src/files/pending.js';
-import { UploadQuota } from '../../src/files/quota.js';
+import { commitFile, removeFileRow, UploadSweptError } from '../../src/files/file-rows.js';
 import { newStorageKey } from '../../src/files/record.js';
-import { StorageQuota } from '../../src/files/storage-quota.js';
+import { DailyUploads } from '../../src/ledger/daily-uploads.js';
+import { UploadLedger } from '../../src/ledger/ledger.js';
 import { Sweeper } from '../../src/files/sweeper.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
@@ -27,21 +28,21 @@ const LIMIT = 1000;
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
 for (const backend of backends) {
-  describe(`files: pending records, their claims and slots (${backend})`, function () {
+  describe(`ledger: pending records, their claims, slots and reservations (${backend})`, function () {
     this.timeout(60_000);
     let t: TestServer;
     let prisma: PrismaClient;
     let store: LocalObjectStore;
-    let quota: UploadQuota;
-    let pending: PendingObjects;
+    let quota: DailyUploads;
+    let ledger: UploadLedger;
     let accountId: number;
 
     before(async () => {
       t = await startTestServer(backend, { GC_INTERVAL: '0' });
       prisma = t.server.db.prisma;
       store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
-      quota = new UploadQuota(prisma);
-      pending = new PendingObjects(prisma, quota);
+      quota = new DailyUploads(prisma);
+      ledger = new UploadLedger(prisma);
     });
     after(() => t?.close());
 
@@ -49,7 +50,7 @@ for (const backend of backends) {
       ({ accountId } = await t.account());
     });
 
-    const sweep = (graceSeconds = 0) => new Sweeper(prisma, store, quota).sweep(graceSeconds);
+    const sweep = (graceSeconds = 0) => new Sweeper(prisma, store, ledger).sweep(graceSeconds);
     const record = (storageKey: string) => prisma.pendingObject.findUnique({ where: { storageKey } });
     /** Slots the account has taken today (and every day). */
     const slots = async () => (await prisma.dailyUpload.aggregate({ where: { accountId }, _sum: { count: true } }))._sum.count ?? 0;
@@ -57,7 +58,7 @@ for (const backend of backends) {
     async function recordedUpload(): Promise<string> {
       const key = newStorageKey();
       const day = await quota.take(accountId, LIMIT);
-      await pending.recordUpload(key, accountId, day!);
+      await ledger.recordUpload(key, accountId, day!);
       return key;
     }
 
@@ -67,25 +68,25 @@ for (const backend of backends) {
         const row = (await record(key))!;
         const now = new Date();
         const until = new Date(now.getTime() + 60_000);
-        expect(await pending.claim(row, now, until)).to.equal(true);
-        expect(await pending.claim(row, new Date(), new Date(Date.now() + 60_000)), 'a live claim holds').to.equal(false);
-        await pending.letGo(key, until);
+        expect(await ledger.claim(row, now, until)).to.equal(true);
+        expect(await ledger.claim(row, new Date(), new Date(Date.now() + 60_000)), 'a live claim holds').to.equal(false);
+        await ledger.letGo(key, until);
         expect((await record(key))?.claimedUntil).to.equal(null);
-        expect(await pending.claim(row, new Date(), new Date(Date.now() + 60_000)), 'let go: free again').to.equal(true);
+        expect(await ledger.claim(row, new Date(), new Date(Date.now() + 60_000)), 'let go: free again').to.equal(true);
       });
 
       it('when a claim has run out, then another sweep takes the record over, and the first can neither let go nor forget it', async () => {
         const key = await recordedUpload();
         const row = (await record(key))!;
         const first = new Date(Date.now() - 1);
-        expect(await pending.claim(row, new Date(Date.now() - 1000), first)).to.equal(true);
+        expect(await ledger.claim(row, new Date(Date.now() - 1000), first)).to.equal(true);
         const second = new Date(Date.now() + 60_000);
-        expect(await pending.claim(row, new Date(), second)).to.equal(true);
-        await pending.letGo(key, first);
+        expect(await ledger.claim(row, new Date(), second)).to.equal(true);
+        await ledger.letGo(key, first);
         expect((await record(key))?.claimedUntil?.getTime()).to.equal(second.getTime());
-        expect(await pending.forgetSwept(row, first)).to.equal(false);
+        expect(await ledger.forgetSwept(row, first)).to.equal(false);
         expect(await record(key)).to.not.equal(null);
-        expect(await pending.forgetSwept(row, second)).to.equal(true);
+        expect(await ledger.forgetSwept(row, second)).to.equal(true);
         expect(await record(key)).to.equal(null);
       });
 
@@ -93,14 +94,14 @@ for (const backend of backends) {
         const key = await recordedUpload();
         const row = (await record(key))!;
         await sleep(5);
-        await pending.touch(key);
-        expect(await pending.claim(row, new Date(), new Date(Date.now() + 60_000))).to.equal(false);
+        await ledger.touch(key);
+        expect(await ledger.claim(row, new Date(), new Date(Date.now() + 60_000))).to.equal(false);
       });
 
       it('when eight sweeps race to claim one record, then exactly one wins', async () => {
         const key = await recordedUpload();
         const row = (await record(key))!;
-        const won = await Promise.all(Array.from({ length: 8 }, () => pending.claim(row, new Date(), new Date(Date.now() + 60_000))));
+        const won = await Promise.all(Array.from({ length: 8 }, () => ledger.claim(row, new Date(), new Date(Date.now() + 60_000))));
         expect(won.filter(Boolean)).to.have.length(1);
       });
 
@@ -110,7 +111,7 @@ for (const backend of backends) {
           await store.put(key, Readable.from([Buffer.from('abc')]));
           const row = (await record(key))!;
           const [claimed, committed] = await Promise.all([
-            pending.claim(row, new Date(), new Date(Date.now() + 60_000)),
+            ledger.claim(row, new Date(), new Date(Date.now() + 60_000)),
             commitFile(prisma, { accountId, filename: 'race.txt', size: 3, sha256: sha(Buffer.from('abc')), storageKey: key }).then(
               () => true,
               (err: unknown) => {
@@ -129,7 +130,7 @@ for (const backend of backends) {
       it('when a sweep holds the record, then commitFile writes nothing and throws UploadSweptError', async () => {
         const key = await recordedUpload();
         const row = (await record(key))!;
-        expect(await pending.claim(row, new Date(), new Date(Date.now() + 60_000))).to.equal(true);
+        expect(await ledger.claim(row, new Date(), new Date(Date.now() + 60_000))).to.equal(true);
         const err = await commitFile(prisma, { accountId, filename: 'late.txt', size: 0, sha256: sha(Buffer.alloc(0)), storageKey: key }).catch((e: unknown) => e);
         expect(err).to.be.instanceOf(UploadSweptError);
         expect(await prisma.file.count({ where: { accountId } })).to.equal(0);
@@ -147,7 +148,7 @@ for (const backend of backends) {
       /** An upload record holding a slot and `bytes` reserved. */
       async function reservingUpload(bytes: number): Promise<string> {
         const key = await recordedUpload();
-        expect(await new StorageQuota(prisma).reserve(accountId, key, bytes, 1e12, false)).to.equal(bytes);
+        expect(await ledger.storage.reserve(accountId, key, bytes, 1e12, false)).to.equal(bytes);
         return key;
       }
 
@@ -156,9 +157,9 @@ for (const backend of backends) {
         const left = await reservingUpload(1000);
         const gone = await reservingUpload(500);
         expect(await reserved()).to.deep.equal({ account: 1507, records: 1507 });
-        await Promise.all([pending.settleFailedUpload(left, false), pending.settleFailedUpload(left, true)]);
-        await pending.settleFailedUpload(gone, true);
-        await pending.settleFailedUpload(gone, false);
+        await Promise.all([ledger.settleFailedUpload(left, false), ledger.settleFailedUpload(left, true)]);
+        await ledger.settleFailedUpload(gone, true);
+        await ledger.settleFailedUpload(gone, false);
         expect(await reserved()).to.deep.equal({ account: 7, records: 7 });
         expect(await record(other)).to.deep.include({ reservedBytes: 7n });
       });
@@ -174,20 +175,20 @@ for (const backend of backends) {
       it('when a tus upload\'s record is forgotten, then its reservation goes with it', async () => {
         const key = newStorageKey();
         const day = await quota.take(accountId, LIMIT);
-        await pending.recordResumable({ storageKey: key, accountId, quotaDay: day! });
-        expect(await new StorageQuota(prisma).reserve(accountId, key, 2048, 1e12, false)).to.equal(2048);
-        expect(await prisma.$transaction((tx) => pending.forgetResumable(tx, key))).to.equal(true);
-        expect(await prisma.$transaction((tx) => pending.forgetResumable(tx, key)), 'once').to.equal(false);
+        await ledger.recordResumable({ storageKey: key, accountId, quotaDay: day! });
+        expect(await ledger.storage.reserve(accountId, key, 2048, 1e12, false)).to.equal(2048);
+        expect(await prisma.$transaction((tx) => ledger.forgetResumable(tx, key))).to.equal(true);
+        expect(await prisma.$transaction((tx) => ledger.forgetResumable(tx, key)), 'once').to.equal(false);
         expect(await reserved()).to.deep.equal({ account: 0, records: 0 });
       });
 
-      it('when the account\'s reserved_bytes has drifted from its records, then recountFiles puts it back to their sum', async () => {
+      it('when the account\'s reserved_bytes has drifted from its records, then recountReservations puts it back to their sum', async () => {
         await reservingUpload(300);
         await prisma.$executeRaw`UPDATE accounts SET reserved_bytes = reserved_bytes + 5000 WHERE id = ${accountId}`;
         expect(await reserved()).to.deep.equal({ account: 5300, records: 300 });
-        expect(await recountFiles(prisma)).to.be.at.least(1);
+        expect(await ledger.recountReservations()).to.be.at.least(1);
         expect(await reserved()).to.deep.equal({ account: 300, records: 300 });
-        await recountFiles(prisma);
+        expect(await ledger.recountReservations()).to.equal(0);
         expect(await reserved(), 'a second recount changes nothing').to.deep.equal({ account: 300, records: 300 });
       });
     });
@@ -197,10 +198,10 @@ for (const backend of backends) {
         await quota.take(accountId, LIMIT); // a slot of another upload, so a second release would show
         const key = await recordedUpload();
         expect(await slots()).to.equal(2);
-        await Promise.all([pending.settleFailedUpload(key, false), pending.settleFailedUpload(key, false)]);
+        await Promise.all([ledger.settleFailedUpload(key, false), ledger.settleFailedUpload(key, false)]);
         expect(await slots()).to.equal(1);
         expect(await record(key), 'the object may be left: the record stays for the sweep').to.deep.include({ accountId: null, quotaDay: null });
-        await pending.settleFailedUpload(key, true);
+        await ledger.settleFailedUpload(key, true);
         expect(await slots()).to.equal(1);
         expect(await record(key)).to.equal(null);
       });
@@ -209,7 +210,7 @@ for (const backend of backends) {
         await quota.take(accountId, LIMIT);
         const key = await recordedUpload();
         await store.put(key, Readable.from([Buffer.from('left')]));
-        await pending.settleFailedUpload(key, false); // the store was down for its discard
+        await ledger.settleFailedUpload(key, false); // the store was down for its discard
         expect(await slots()).to.equal(1);
         expect(await sweep()).to.deep.include({ failed: 0 });
         expect(await store.head(key)).to.equal(undefined);
@@ -221,10 +222,10 @@ for (const backend of backends) {
         await quota.take(accountId, LIMIT);
         const key = await recordedUpload();
         await store.put(key, Readable.from([Buffer.from('left')]));
-        const sweeper = new Sweeper(prisma, store, quota, undefined, {
+        const sweeper = new Sweeper(prisma, store, ledger, undefined, {
           // Between the sweep's claim and its forgetting: the upload's own abort gives the slot back.
           onStep: async (step, at) => {
-            if (step === 'claimed' && at === key) await pending.settleFailedUpload(key, false);
+            if (step === 'claimed' && at === key) await ledger.settleFailedUpload(key, false);
           },
         });
         await sweeper.sweep(0);
@@ -233,24 +234,40 @@ for (const backend of backends) {
         expect(await slots()).to.equal(1);
       });
 
-      it('when releaseSlot is given a record without an account (a deleted file, or settled), then no slot moves', async () => {
-        await quota.take(accountId, LIMIT);
-        await pending.releaseSlot({ accountId: null, quotaDay: null });
-        await pending.releaseSlot({ accountId, quotaDay: null });
+      it('when the sweep forgets an upload\'s record, then its slot comes back in that statement, and only while the record held it', async () => {
+        const key = await recordedUpload();
+        const settled = await recordedUpload();
+        await ledger.settleFailedUpload(settled, false); // its slot is back already; the record stays for the sweep
         expect(await slots()).to.equal(1);
-        await pending.releaseSlot({ accountId, quotaDay: new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`) });
+        const until = new Date(Date.now() + 60_000);
+        for (const k of [key, settled]) expect(await ledger.claim((await record(k))!, new Date(), until)).to.equal(true);
+        expect(await ledger.forgetSwept((await record(settled))!, until)).to.equal(true);
+        expect(await slots(), 'a settled record gives nothing back').to.equal(1);
+        expect(await ledger.forgetSwept((await record(key))!, until)).to.equal(true);
+        expect(await slots(), 'no second call: the forgetting gave it back').to.equal(0);
+      });
+
+      it('when a tus upload\'s record is forgotten twice, then its slot comes back with the first, once', async () => {
+        const key = newStorageKey();
+        const day = await quota.take(accountId, LIMIT);
+        await ledger.recordResumable({ storageKey: key, accountId, quotaDay: day! });
+        expect(await slots()).to.equal(1);
+        expect(await prisma.$transaction((tx) => ledger.forgetResumable(tx, key))).to.equal(true);
         expect(await slots()).to.equal(0);
+        await quota.take(accountId, LIMIT); // another upload's slot, so a second release would show
+        expect(await prisma.$transaction((tx) => ledger.forgetResumable(tx, key))).to.equal(false);
+        expect(await slots()).to.equal(1);
       });
 
       it('when starting an upload with a slot fails, then the slot comes back and the error goes on; when none is left, 403 daily_upload_limit', async () => {
         await quota.take(accountId, LIMIT);
         const boom = new Error('boom');
-        const err = await quota.startWithSlot(accountId, LIMIT, async () => Promise.reject(boom), () => {}).catch((e: unknown) => e);
+        const err = await ledger.open(accountId, LIMIT, async () => Promise.reject(boom), () => {}).catch((e: unknown) => e);
         expect(err).to.equal(boom);
         expect(await slots()).to.equal(1);
-        expect(await quota.startWithSlot(accountId, LIMIT, async (day) => day, () => {})).to.match(/^\d{4}-\d{2}-\d{2}$/);
+        expect(await ledger.open(accountId, LIMIT, async (day) => day, () => {})).to.match(/^\d{4}-\d{2}-\d{2}$/);
         expect(await slots()).to.equal(2);
-        const full = await quota.startWithSlot(accountId, 2, async () => 'started', () => {}).catch((e: unknown) => e);
+        const full = await ledger.open(accountId, 2, async () => 'started', () => {}).catch((e: unknown) => e);
         expect(full).to.have.property('code', 'daily_upload_limit');
         expect(await slots()).to.equal(2);
       });
@@ -270,7 +287,7 @@ for (const backend of backends) {
       }
       const steps: { name: string; run: (r: Run) => Promise<void> }[] = [
         { name: 'slot taken', run: async (r) => void (r.day = await quota.take(accountId, LIMIT)) },
-        { name: 'recorded', run: (r) => pending.recordUpload(r.key, accountId, r.day!) },
+        { name: 'recorded', run: (r) => ledger.recordUpload(r.key, accountId, r.day!) },
         {
           name: 'store upload started',
           run: async (r) => {
@@ -280,7 +297,7 @@ for (const backend of backends) {
             r.put = store.put(r.key, r.body, {
               onStarted: async (uploadId) => {
                 r.uploadId = uploadId;
-                await pending.setUploadId(r.key, uploadId);
+                await ledger.setUploadId(r.key, uploadId);
                 started();
               },
             });
@@ -364,7 +381,7 @@ for (const backend of backends) {
           const key = await recordedUpload();
           await store.put(key, Readable.from([Buffer.from('failed upload')]));
           if (done >= 1) await store.discard(key);
-          if (done >= 2) await pending.settleFailedUpload(key, true);
+          if (done >= 2) await ledger.settleFailedUpload(key, true);
           await sweep();
           expect(await store.head(key)).to.equal(undefined);
           expect(await record(key)).to.equal(null);
@@ -389,7 +406,7 @@ for (const backend of backends) {
 
           if (done >= 1) expect(await removeFileRow(prisma, accountId, file.id)).to.equal(key);
           if (done >= 2) await store.delete(key);
-          if (done >= 3) await pending.forgetRemoved(key);
+          if (done >= 3) await ledger.forgetRemoved(key);
 
           const visible = async () => {
             const row = await prisma.file.findUnique({ where: { id: file.id } });

@@ -18,7 +18,7 @@ import { startServerProcess } from '../helpers/server-process.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 import { create, OCTETS, TUS } from '../helpers/tus.js';
 import { allOpenUploads, startTestS3 } from '../helpers/test-s3.js';
-import { LEASE_MS } from '../../src/files/account-slots.js';
+import { LEASE_MS } from '../../src/limits/concurrent-uploads.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 
 // Short settings: a body must bring 1 KiB/s averaged over 2 s.

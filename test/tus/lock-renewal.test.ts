@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
 import type { Caller } from '../../src/accounts/service.js';
-import { UploadQuota } from '../../src/files/quota.js';
-import { ResumableUploads } from '../../src/files/resumable.js';
+import { tusService } from '../helpers/tus-service.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
 import { sleep } from '../helpers/raw-upload.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -29,7 +28,7 @@ describe('resumable uploads: a PATCH renews its lease while it runs', function (
   after(() => t?.close());
 
   const instance = () =>
-    new ResumableUploads({ prisma: t.server.db.prisma, store, quota: new UploadQuota(t.server.db.prisma), expirySeconds: 3600, leaseMs: LEASE_MS, takeoverMs: 0, onCleanupError: () => {} });
+    tusService(t.server.db.prisma, store, { leaseMs: LEASE_MS, takeoverMs: 0 });
 
   it(`when a PATCH's body takes four ${LEASE_MS} ms leases, then no other instance gets the upload meanwhile, and the PATCH commits every byte`, async () => {
     const { accountId } = await t.account();

@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import type { AppError } from '../errors.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { AppendResult, ResumableState } from '../storage/resumable.js';
-import type { ResumableRow } from './resumable-records.js';
+import type { ResumableRow } from './records.js';
 
 export interface AppendInput {
   /** Upload-Offset: where the client says the body continues. */

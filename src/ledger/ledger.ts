@@ -1,0 +1,285 @@
+// The upload ledger: the one module that reads and writes pending_objects,
+// daily_uploads and accounts.reserved_bytes (prisma/schema.prisma). Built
+// once by the composition root (server.ts) and passed to every upload path:
+// plain uploads (src/uploads), tus (src/tus), the sweeper (src/files) and,
+// after issue 45, file requests, which orchestrate over these operations:
+//
+//   open     take a daily slot and record the upload (openUpload, open + recordResumable)
+//   reserve  bytes against the storage quota before they are written (storage: admitter, gate, trim)
+//   commit   the record becomes a file row (statements.ts: claimForFileSql, storedFromReservationSql)
+//   settle   a failed upload gives back its slot and reservation (settleFailedUpload)
+//   abandon  a removed upload's record goes with both (forgetResumable)
+//   sweep    claim, remove, forget what nobody finished (dueForSweep, claim, letGo, forgetSwept, unclaimed)
+//   repair   recountReservations (`dropstream gc`)
+//
+// A record names an object that may exist without a file row: an upload in
+// progress (reason "upload", or "resumable" for a tus upload) or the object
+// of a deleted file (reason "delete"). An upload's record holds its daily
+// slot (account_id, quota_day) and its share of the storage quota
+// (reserved_bytes).
+//
+// Claims are conditional writes, safe across instances. The statement that
+// drops a record (or settles it: nulls its account) gives back its slot and
+// its reservation in the same statement, so both come back exactly once,
+// and a crash can never leave them taken by a record that is gone. A sweep
+// claims a record with a lease (claimed_until) before touching the store,
+// and forgets it only once the store confirmed the removal.
+import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
+import type { OpenUpload } from '../storage/object-store.js';
+import { dayDate } from '../utc-day.js';
+import { DailyUploads, dailyUploadLimit } from './daily-uploads.js';
+import { StorageQuota } from './storage-quota.js';
+
+/** What the pending_objects table is for; see prisma/schema.prisma. */
+export type PendingReason = 'upload' | 'resumable' | 'delete';
+
+export type PendingRecord = Prisma.PendingObjectGetPayload<object>;
+
+/** The client of an interactive transaction (prisma.$transaction(async (tx) => ...)). */
+export type Transaction = Prisma.TransactionClient;
+
+export interface LedgerOptions {
+  clock?: () => Date;
+  /** How long an upload waits for room under the storage quota at most (storage-quota.ts). */
+  storageWaitMs?: number;
+}
+
+/**
+ * CTEs following the CTE named `records` (account_id, quota_day and
+ * reserved_bytes of one record being dropped or settled) that give back
+ * what it held: its reservation off the account's reserved_bytes, and its
+ * daily slot to the day it was taken from. `records` holds one record at
+ * most (one storage key): UPDATE ... FROM counts a target row once however
+ * many rows join it.
+ */
+const giveBack = (records: 'gone' | 'held') => Prisma.sql`
+  reservation_back AS (
+    UPDATE accounts SET reserved_bytes = accounts.reserved_bytes - ${Prisma.raw(records)}.reserved_bytes
+    FROM ${Prisma.raw(records)} WHERE accounts.id = ${Prisma.raw(records)}.account_id AND ${Prisma.raw(records)}.reserved_bytes > 0
+  ), slot_back AS (
+    UPDATE daily_uploads SET count = daily_uploads.count - 1
+    FROM ${Prisma.raw(records)}
+    WHERE daily_uploads.account_id = ${Prisma.raw(records)}.account_id AND daily_uploads.day = ${Prisma.raw(records)}.quota_day AND daily_uploads.count > 0
+  )`;
+
+/**
+ * Deletes the record of `storageKey` that `where` also selects, with its slot
+ * and reservation (one statement); true when this deleted it. `db` is the
+ * client, or the transaction the deletion belongs to.
+ */
+async function forgetWhere(db: PrismaClient | Transaction, storageKey: string, where: Prisma.Sql): Promise<boolean> {
+  const rows = await db.$queryRaw<{ storage_key: string }[]>`
+    WITH gone AS (
+      DELETE FROM pending_objects WHERE storage_key = ${storageKey} AND ${where} RETURNING storage_key, account_id, quota_day, reserved_bytes
+    ), ${giveBack('gone')}
+    SELECT storage_key FROM gone`;
+  return rows.length === 1;
+}
+
+/** Uploads the account has in progress (plain or tus), read in `tx`: an account is deleted only while it holds none (accounts/service.ts). */
+export function uploadsInProgress(tx: Transaction, accountId: number): Promise<number> {
+  return tx.pendingObject.count({ where: { accountId, reason: { in: ['upload', 'resumable'] } } });
+}
+
+export class UploadLedger {
+  /** The daily slots (plan's daily_uploads). */
+  private readonly daily: DailyUploads;
+  /** Reservations against the plan's max_total_size. */
+  readonly storage: StorageQuota;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    options: LedgerOptions = {},
+  ) {
+    this.daily = new DailyUploads(prisma, options.clock);
+    this.storage = new StorageQuota(prisma, options.storageWaitMs);
+  }
+
+  // Open.
+
+  /**
+   * Takes a daily slot (403 daily_upload_limit when `limit` are taken) and
+   * starts an upload with it: `start` records it (openUpload's record, or
+   * recordResumable in the caller's transaction), after which the record
+   * holds the slot. Until then the slot is ours alone, so if `start` fails
+   * it is given back here (a failure to give it back goes to
+   * `onCleanupError`) and the error goes on.
+   */
+  async open<T>(accountId: number, limit: number, start: (day: string) => Promise<T>, onCleanupError: (err: unknown) => void): Promise<T> {
+    const day = await this.daily.take(accountId, limit);
+    if (!day) throw dailyUploadLimit(limit);
+    try {
+      return await start(day);
+    } catch (err) {
+      await this.daily.release(accountId, day).catch(onCleanupError);
+      throw err;
+    }
+  }
+
+  /** A plain upload of `storageKey`: a slot under `limit` and its record, before the first byte is written. */
+  async openUpload(storageKey: string, accountId: number, limit: number, onCleanupError: (err: unknown) => void): Promise<void> {
+    await this.open(accountId, limit, (day) => this.recordUpload(storageKey, accountId, day), onCleanupError);
+  }
+
+  /** The record of a plain upload holding the slot of `quotaDay` (open()'s start). */
+  async recordUpload(storageKey: string, accountId: number, quotaDay: string): Promise<void> {
+    await this.prisma.pendingObject.create({ data: { storageKey, reason: 'upload', accountId, quotaDay: dayDate(quotaDay) } });
+  }
+
+  /** The record of a new tus upload, holding the slot of `quotaDay`: a query for the batch transaction that creates its row. */
+  recordResumable(upload: { storageKey: string; accountId: number; quotaDay: string; uploadId?: string }) {
+    const { storageKey, accountId, quotaDay, uploadId } = upload;
+    return this.prisma.pendingObject.create({ data: { storageKey, reason: 'resumable', accountId, quotaDay: dayDate(quotaDay), uploadId } });
+  }
+
+  /** The store's handle on the incomplete upload, once it has one (the sweep discards it). */
+  async setUploadId(storageKey: string, uploadId: string): Promise<void> {
+    await this.prisma.pendingObject.updateMany({ where: { storageKey }, data: { uploadId, touchedAt: new Date() } });
+  }
+
+  /** The store's new handle on a tus upload: a query for the batch transaction that saves its state. */
+  setResumableUploadId(storageKey: string, uploadId: string | undefined) {
+    return this.prisma.pendingObject.updateMany({ where: { storageKey }, data: { uploadId } });
+  }
+
+  /** Marks an upload as still alive, so the sweeper leaves it alone. */
+  async touch(storageKey: string): Promise<void> {
+    await this.prisma.pendingObject.updateMany({ where: { storageKey }, data: { touchedAt: new Date() } });
+  }
+
+  /** Whether a tus upload's record still holds its slot (it is not a file yet). One lookup by key, so concurrent ones batch. */
+  async holdsResumable(storageKey: string): Promise<boolean> {
+    const row = await this.prisma.pendingObject.findUnique({ where: { storageKey }, select: { reason: true } });
+    return row?.reason === 'resumable';
+  }
+
+  // Settle and abandon.
+
+  /**
+   * A failed upload whose object and incomplete upload are both gone
+   * (`objectGone`) drops its record; otherwise the record, with its upload
+   * id, stays for the sweeper. Either way its slot and its reservation come
+   * back now, in the statement that drops the record or nulls its account
+   * (that conditional write is the claim on them, so they come back once).
+   */
+  async settleFailedUpload(storageKey: string, objectGone: boolean): Promise<void> {
+    if (objectGone) {
+      await forgetWhere(this.prisma, storageKey, Prisma.sql`TRUE`);
+      return;
+    }
+    await this.prisma.$executeRaw`
+      WITH held AS (
+        SELECT storage_key, account_id, quota_day, reserved_bytes FROM pending_objects
+        WHERE storage_key = ${storageKey} AND account_id IS NOT NULL FOR UPDATE
+      ), settled AS (
+        UPDATE pending_objects SET account_id = NULL, quota_day = NULL, reserved_bytes = 0
+        FROM held WHERE pending_objects.storage_key = held.storage_key
+      ), ${giveBack('held')}
+      SELECT 1`;
+  }
+
+  /** After the store removed the object of a deleted file: nothing is left to remove. */
+  async forgetRemoved(storageKey: string): Promise<void> {
+    await this.prisma.pendingObject.deleteMany({ where: { storageKey, reason: 'delete' } });
+  }
+
+  /** A tus upload's record, read inside the transaction claiming the upload for its removal. */
+  async resumableRecord(tx: Transaction, storageKey: string): Promise<PendingRecord | undefined> {
+    return (await tx.pendingObject.findUnique({ where: { storageKey, reason: 'resumable' } })) ?? undefined;
+  }
+
+  /**
+   * Abandons a tus upload: drops its record inside the transaction dropping
+   * its row, with its slot and reservation; true when this removed it.
+   */
+  async forgetResumable(tx: Transaction, storageKey: string): Promise<boolean> {
+    return forgetWhere(tx, storageKey, Prisma.sql`reason = 'resumable'`);
+  }
+
+  // Sweep (src/files/sweeper.ts).
+
+  /** Records to sweep, oldest first: every deleted file's, and uploads untouched since `cutoff` (tus uploads go when they expire). */
+  async dueForSweep(cutoff: Date, limit: number): Promise<PendingRecord[]> {
+    return this.prisma.pendingObject.findMany({
+      where: { OR: [{ reason: 'delete' }, { reason: { not: 'resumable' }, touchedAt: { lte: cutoff } }] },
+      orderBy: { touchedAt: 'asc' },
+      take: limit,
+    });
+  }
+
+  /**
+   * Claims `row` for a sweep until `until`, if it is unchanged since read
+   * (not touched) and no live claim holds it. False when it completed,
+   * failed cleanly, was touched, or another sweep has it.
+   */
+  async claim(row: PendingRecord, now: Date, until: Date): Promise<boolean> {
+    const { count } = await this.prisma.pendingObject.updateMany({
+      where: { storageKey: row.storageKey, touchedAt: row.touchedAt, OR: [{ claimedUntil: null }, { claimedUntil: { lte: now } }] },
+      data: { claimedUntil: until },
+    });
+    return count === 1;
+  }
+
+  /** Restores a record whose removal failed (store down) to the next sweep: the claim `until` ends now. */
+  async letGo(storageKey: string, until: Date): Promise<void> {
+    await this.prisma.pendingObject.updateMany({ where: { storageKey, claimedUntil: until }, data: { claimedUntil: null } });
+  }
+
+  /**
+   * After the store removed what `row` names: the record goes, if the claim
+   * `until` is still ours, with the slot and reservation it still held (an
+   * upload that settled meanwhile gave them back already). True when this
+   * forgot it.
+   */
+  async forgetSwept(row: PendingRecord, until: Date): Promise<boolean> {
+    return forgetWhere(this.prisma, row.storageKey, Prisma.sql`claimed_until = ${until}::timestamp(3)`);
+  }
+
+  /** The open uploads no record claims (by storage key or upload id): one query. */
+  async unclaimed(uploads: OpenUpload[]): Promise<OpenUpload[]> {
+    const keys = uploads.flatMap((u) => (u.key === undefined ? [] : [u.key]));
+    const claims = await this.prisma.pendingObject.findMany({
+      where: { OR: [{ storageKey: { in: keys } }, { uploadId: { in: uploads.map((u) => u.uploadId) } }] },
+      select: { storageKey: true, uploadId: true },
+    });
+    const claimedKeys = new Set(claims.map((c) => c.storageKey));
+    const claimedIds = new Set(claims.map((c) => c.uploadId));
+    return uploads.filter((u) => !claimedIds.has(u.uploadId) && (u.key === undefined || !claimedKeys.has(u.key)));
+  }
+
+  // Repair.
+
+  /**
+   * Puts every account's reserved_bytes back to the sum over its records
+   * (after a manual edit, or a reservation an earlier version gave back in
+   * a statement of its own that failed); returns how many accounts were
+   * corrected. One statement per `batch` accounts, each exact while uploads
+   * go on: it adds the difference seen in its snapshot (records minus
+   * counter) to the counter's current value, and reservations change record
+   * and counter together, so they never change that difference.
+   */
+  async recountReservations(batch = RECOUNT_BATCH): Promise<number> {
+    let fixed = 0;
+    for (let after = 0; ; ) {
+      const [row] = await this.prisma.$queryRaw<{ last: number | null; fixed: number }[]>`
+        WITH batch AS (
+          SELECT id FROM accounts WHERE id > ${after} ORDER BY id LIMIT ${batch}
+        ), actual AS (
+          SELECT a.id, a.reserved_bytes AS counted,
+            (SELECT coalesce(sum(p.reserved_bytes), 0) FROM pending_objects p WHERE p.account_id = a.id)::bigint AS reserved
+          FROM accounts a JOIN batch USING (id)
+        ), corrected AS (
+          UPDATE accounts SET reserved_bytes = accounts.reserved_bytes + (actual.reserved - actual.counted)
+          FROM actual WHERE accounts.id = actual.id AND actual.reserved <> actual.counted
+          RETURNING accounts.id
+        )
+        SELECT (SELECT max(id) FROM batch) AS last, (SELECT count(*) FROM corrected)::integer AS fixed`;
+      fixed += row?.fixed ?? 0;
+      if (row?.last == null) return fixed;
+      after = row.last;
+    }
+  }
+}
+
+/** Accounts per recount statement: each statement then stays well inside DATABASE_QUERY_TIMEOUT. */
+const RECOUNT_BATCH = 200;

@@ -1,0 +1,38 @@
+// The ledger's parts of other components' single statements: a file row is
+// written or removed in one statement with its ledger entries (files/
+// file-rows.ts), since a statement is atomic by itself and one round trip,
+// where a transaction of three would be five. Each fragment names the CTE it
+// follows or the CTE it is; the SQL on the ledger's tables stays here.
+import { Prisma } from '../generated/prisma/client.js';
+
+/**
+ * Commit: a CTE that drops the record of `storageKey` for its file row,
+ * unless a sweep claims it (judged abandoned), returning storage_key and
+ * reserved_bytes when the claim succeeded. The slot the record held stays
+ * taken: the upload was made.
+ */
+export const claimForFileSql = (storageKey: string, now: Date) => Prisma.sql`
+  DELETE FROM pending_objects
+  WHERE storage_key = ${storageKey} AND (claimed_until IS NULL OR claimed_until <= ${now}::timestamp(3))
+  RETURNING storage_key, reserved_bytes`;
+
+/**
+ * Commit: the assignment, in the statement's UPDATE of `accounts`, that takes
+ * the claimed record's reservation (CTE `claimed`, claimForFileSql) off
+ * reserved_bytes as its bytes become stored ones (total_bytes).
+ */
+export const storedFromReservationSql = (claimed: 'claimed') =>
+  Prisma.sql`reserved_bytes = accounts.reserved_bytes - ${Prisma.raw(claimed)}.reserved_bytes`;
+
+/**
+ * Deletion: records the objects of the rows of `removed` (a CTE with a
+ * storage_key column) for removal (reason "delete"), so a file row never
+ * goes without its object being recorded.
+ */
+export const queueRemovalsSql = (removed: 'removed', now: Date) => Prisma.sql`
+  INSERT INTO pending_objects (storage_key, reason, created_at, touched_at)
+  SELECT storage_key, 'delete', ${now}::timestamp(3), ${now}::timestamp(3) FROM ${Prisma.raw(removed)}`;
+
+/** A condition on `alias` (a table with storage_key): its tus upload's record still holds it (not yet a file). */
+export const holdsResumableSql = (alias: 'r') =>
+  Prisma.sql`EXISTS (SELECT 1 FROM pending_objects p WHERE p.storage_key = ${Prisma.raw(alias)}.storage_key AND p.reason = 'resumable')`;

@@ -1,0 +1,25 @@
+// A ResumableUploads wired as the composition root wires it (src/server.ts):
+// records and locker over one ledger, for tests that drive the service
+// directly with their own timers, store or removal steps.
+import { ResumableRecords } from '../../src/tus/records.js';
+import { ResumableUploads, type ResumableOptions } from '../../src/tus/uploads.js';
+import { UploadLocker } from '../../src/tus/locker.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
+import { UploadLedger } from '../../src/ledger/ledger.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
+
+export interface TusServiceOptions extends Partial<Omit<ResumableOptions, 'prisma' | 'store' | 'ledger' | 'records' | 'locker'>> {
+  /** The locker's: how long a lock holds unless renewed, how long a newcomer waits for the holder, and the clock. */
+  leaseMs?: number;
+  takeoverMs?: number;
+  clock?: () => Date;
+}
+
+export function tusService(prisma: PrismaClient, store: ObjectStore, options: TusServiceOptions = {}): ResumableUploads {
+  const { leaseMs = 30_000, takeoverMs = 10_000, clock = () => new Date(), ...rest } = options;
+  const ledger = new UploadLedger(prisma);
+  const records = new ResumableRecords(prisma, ledger);
+  const onCleanupError = rest.onCleanupError ?? (() => {});
+  const locker = new UploadLocker(records, { leaseMs, takeoverMs, clock, onError: onCleanupError });
+  return new ResumableUploads({ prisma, store, ledger, records, locker, expirySeconds: 3600, ...rest, onCleanupError });
+}
