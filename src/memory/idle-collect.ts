@@ -5,7 +5,7 @@
 // bench/scenarios/soak.ts measured the process resting at its peak. One full
 // collection once requests stop gives the heap's pages and the freed
 // buffers back to the system, and malloc_trim then what glibc kept of them
-// (src/malloc-trim.ts).
+// (src/memory/malloc-trim.ts).
 import type { Server } from 'node:http';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
