@@ -64,12 +64,12 @@ const CALLER_CACHE_MS = 1000;
 
 /**
  * JSON lines on stdout, written asynchronously in batches (4 KiB, or every
- * 250 ms when traffic is light); close() flushes them, and pino flushes
- * synchronously on exit. Measured per request log line (one per event-loop
- * turn, CPU of the whole process): 9.8-12.0 us with the former wildcard
- * redaction and a synchronous write per line, 3.0-3.3 us now. Secrets are
- * kept out of logs by never passing them to a log call (no request headers,
- * bodies or URLs are logged), which a test checks at trace level.
+ * 250 ms when traffic is light): a synchronous write per line cost a request
+ * three times the CPU (docs/performance.md, Logging). close() flushes them,
+ * and pino flushes synchronously on exit. Secrets are kept out of logs by
+ * never passing them to a log call (no request headers, bodies or URLs are
+ * logged), which a test checks at trace level, rather than by redaction,
+ * which pino pays for on every line.
  *
  * What waits to be written is capped at LOG_BUFFER_BYTES: a log collector
  * that stops reading stdout would otherwise grow the buffer with every
