@@ -39,7 +39,8 @@ RUN npm run build
 # alone would keep them (and TypeScript's native compiler); the only other
 # optional package, pg-cloudflare, is loaded by pg on Cloudflare Workers only.
 # koffi's binary for this platform is an optional package too, and the
-# server needs it (malloc_trim, src/malloc-trim.ts): it is set aside and put back.
+# server needs it (malloc_trim, src/memory/malloc-trim.ts; TCP_INFO for what
+# a cut download is charged, src/http/acked-bytes.ts): it is set aside and put back.
 RUN mkdir -p node_modules/@koromix && mv node_modules/@koromix /tmp/koffi-binary \
     && npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
     && mv /tmp/koffi-binary node_modules/@koromix

@@ -86,8 +86,11 @@ process.once('SIGINT', () => void cleanUp().finally(() => process.exit(130)));
 
 // The server's part settings, which the direct upload copies; the driver's
 // environment may override them like any server setting.
-const PASSED = ['S3_PART_SIZE', 'S3_PARTS_IN_FLIGHT', 'UPLOAD_CONCURRENCY', 'STORE_MIN_RATE', 'STORE_CALL_TIMEOUT', 'LOG_LEVEL', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'GLIBC_TUNABLES'];
+const PASSED = ['S3_PART_SIZE', 'S3_PARTS_IN_FLIGHT', 'UPLOAD_CONCURRENCY', 'STORE_MIN_RATE', 'STORE_CALL_TIMEOUT', 'LOG_LEVEL', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'GLIBC_TUNABLES', 'MALLOC_CONF', 'MIMALLOC_PURGE_DELAY'];
 const serverEnv = Object.fromEntries(PASSED.filter((k) => process.env[k]).map((k) => [k, process.env[k]!]));
+// BENCH_SERVER_LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2: our server alone runs on another allocator
+// (as LD_PRELOAD in the driver's environment would put every party, and the driver, on it).
+if (process.env.BENCH_SERVER_LD_PRELOAD) serverEnv.LD_PRELOAD = process.env.BENCH_SERVER_LD_PRELOAD;
 const serverNodeOptions = process.env.BENCH_SERVER_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ?? [];
 
 const results: Comparison[] = [];

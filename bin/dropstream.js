@@ -5,14 +5,14 @@
 //
 // glibc's allocator: two malloc arenas instead of eight per core, and blocks
 // from 64 KiB up (upload part buffers, and the 64 KiB socket reads, which at
-// 128 KiB stayed in glibc's heap: 81-105 MiB of it after a soak, 28-37 at
-// 64 KiB) mapped on their own, so they go back to the system when freed.
+// 128 KiB stayed in glibc's heap) mapped on their own, so they go back to
+// the system when freed.
 //
 // V8's heap: Node 24 lets the young generation grow to 2 x 64 MiB, and the
 // old generation to up to 4x what was live after the last full collection
-// before it collects again. Under metadata load that was 128 + 147 MiB of a
-// 376 MiB peak; with semi-spaces of 32 MiB and growth of 1.5x, 64 + 57 of
-// 227, at the same requests per second.
+// before it collects again, which under metadata load was most of the peak
+// for no more requests per second; semi-spaces of 32 MiB and growth of 1.5x
+// keep it to what the load needs.
 //
 // glibc reads its settings, and V8 its heap sizes, only when a process
 // starts, so `serve` replaces this process with itself once they are set

@@ -1,9 +1,11 @@
-// The composition root: config in, running listeners out. Only this module
-// builds objects; everything else receives what it needs.
+// The composition root: config in, the two Koa apps and what they stand on
+// out (buildServer). Only this module builds objects; everything else
+// receives what it needs. Listening on ports is src/start.ts's, and tuning
+// the process (V8, the allocator) is `dropstream serve`'s (src/memory/), so
+// a test can build an app and drive app.callback() without either.
 import { EventEmitter } from 'node:events';
-import type { Server } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
+import type Koa from 'koa';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { CallerCache } from './accounts/caller-cache.js';
 import { applyCallerChange, CallerChanges } from './accounts/caller-changes.js';
@@ -12,9 +14,8 @@ import { AccountService } from './accounts/service.js';
 import { resolveAdminToken } from './admin-token.js';
 import { secureDataDir } from './data-dir.js';
 import { createAdminApp, createApp, type Readiness } from './app.js';
-import { isLoopback, type Config } from './config.js';
+import type { Config } from './config.js';
 import { Closers } from './closers.js';
-import { collectWhenIdle } from './idle-collect.js';
 import type { Database } from './db/client.js';
 import { openReadyDatabase } from './db/open.js';
 import { recountFiles } from './files/file-rows.js';
@@ -32,32 +33,32 @@ import { ConcurrencySlots } from './limits/concurrent-uploads.js';
 import { FailureLimits } from './limits/failure-limits.js';
 import { connectRedis, rateLimitsAtStart, redisReady, subscribeRedis } from './limits/redis.js';
 import { RequestLimits } from './limits/request-limits.js';
-import { acceptErrorLog, limitConnections } from './connection-cap.js';
-import { createListener, drain, listen, type Drained } from './listener.js';
 import { Metrics } from './metrics.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
 import { openStore } from './storage/open.js';
 import { StoreHealth } from './storage/store-health.js';
-import { HEALTH_PATHS } from './http/health-routes.js';
 import { untrustedForwardLog } from './http/client-address.js';
 import type { StoreCallObserver } from './storage/store-deadlines.js';
-import { growYoungGenerationWithLoad } from './young-generation.js';
 import { WebhookEndpoints } from './webhooks/endpoints.js';
 import { Relay, type RelayOptions } from './webhooks/relay.js';
 
-export interface RunningServer {
-  /** Address of the public listener (the port is real when config asked for 0). */
-  url: string;
-  adminUrl: string;
+/** A server built and not listening: Fastify's `build()` and `ready()` in one. */
+export interface BuiltServer {
+  /** The public API; `app.callback()` serves a request without a port. */
+  app: Koa;
+  /** The admin API (accounts, plans, metrics), meant for a listener of its own. */
+  adminApp: Koa;
   adminToken: string;
   db: Database;
   metrics: Metrics;
-  /**
-   * Graceful shutdown: stop accepting, let requests in progress finish for
-   * up to SHUTDOWN_TIMEOUT (or `timeoutSeconds`), cut the rest (their
-   * uploads are aborted and cleaned up), then close store, Redis, database.
-   */
-  close(timeoutSeconds?: number): Promise<void>;
+  /** What the start line says about the build: database, store, public URL, where rate limits are counted. */
+  summary: Record<string, unknown>;
+  /** Uploads in progress; a cut one counts until it has cleaned up (aborted, deleted, given its slot back). */
+  uploadsInFlight(): number;
+  /** The first step of a shutdown: readiness answers down (load balancers stop sending traffic) and no sweep starts. */
+  drain(): void;
+  /** Closes what the build opened, last opened first (relay, notices, Redis, store, database); once. */
+  close(): Promise<void>;
 }
 
 /** How long a tus request's lock on an upload holds unless renewed (every third of it while the request runs); also a removal's claim. */
@@ -68,12 +69,12 @@ const CALLER_CACHE_MS = 1000;
 
 /**
  * JSON lines on stdout, written asynchronously in batches (4 KiB, or every
- * 250 ms when traffic is light); close() flushes them, and pino flushes
- * synchronously on exit. Measured per request log line (one per event-loop
- * turn, CPU of the whole process): 9.8-12.0 us with the former wildcard
- * redaction and a synchronous write per line, 3.0-3.3 us now. Secrets are
- * kept out of logs by never passing them to a log call (no request headers,
- * bodies or URLs are logged), which a test checks at trace level.
+ * 250 ms when traffic is light): a synchronous write per line cost a request
+ * three times the CPU (docs/performance.md, Logging). close() flushes them,
+ * and pino flushes synchronously on exit. Secrets are kept out of logs by
+ * never passing them to a log call (no request headers, bodies or URLs are
+ * logged), which a test checks at trace level, rather than by redaction,
+ * which pino pays for on every line.
  *
  * What waits to be written is capped at LOG_BUFFER_BYTES: a log collector
  * that stops reading stdout would otherwise grow the buffer with every
@@ -93,7 +94,7 @@ export function logDestination(fd: number, maxLength = LOG_BUFFER_BYTES) {
 }
 
 /** Writes out what the logger still holds, waiting at most `ms` for a stdout nobody reads. */
-const flushLog = (logger: Logger, ms = 2_000) =>
+export const flushLog = (logger: Logger, ms = 2_000) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms).unref();
     logger.flush(() => {
@@ -361,14 +362,16 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
   return { app, adminApp };
 }
 
-export async function startServer(
-  config: Config,
-  logger = createLogger(config.logLevel, config.logFormat),
-  options: ServerOptions = {},
-): Promise<RunningServer> {
+/**
+ * Opens the database (migrated), the object store and Redis, builds the
+ * services and the two apps, and starts the background work every instance
+ * does (webhook relay, sweep schedule). Listens on nothing: src/start.ts
+ * does that, and a test may drive `app.callback()` instead.
+ */
+export async function buildServer(config: Config, logger: Logger, options: ServerOptions = {}): Promise<BuiltServer> {
   await secureDataDir(config.dataDir, logger);
   const closers = new Closers();
-  const state = { draining: false, drainSeconds: 0 };
+  const state = { draining: false };
   const closeAll = () => closers.closeAll((closer, err) => logger.warn({ err, closer }, 'closing failed'));
   try {
     const tools = instruments(config, logger);
@@ -376,79 +379,28 @@ export async function startServer(
     const infra = await openInfrastructure(config, logger, tools, closers);
     const services = await buildServices(config, logger, infra, tools, options, closers);
     const { app, adminApp } = buildApps(config, logger, infra, services, tools, state);
-    if (!isLoopback(config.adminHost)) {
-      logger.warn({ adminHost: config.adminHost }, 'the admin listener is reachable from other machines: keep ADMIN_PORT off the internet (firewall, private network)');
-    }
-
-    const timeouts = { headersSeconds: config.headersTimeout, idleSeconds: config.idleTimeout };
-    const server = createListener(app.callback(), timeouts);
-    limitConnections(server, config, logger, tools.metrics);
     if (config.trustProxy && !config.trustedProxies) {
       logger.warn("TRUST_PROXY=true believes X-Forwarded-For from every peer: a client that reaches the app directly can name any address and evade every per-client limit; set TRUST_PROXY to the proxies' addresses or CIDR ranges instead");
     }
-    if (config.trustProxy && config.maxConnectionsPerAddress > 0) {
-      logger.info(
-        { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
-        'MAX_CONNECTIONS_PER_ADDRESS counts connections by their peer, the proxy behind TRUST_PROXY: keep it above the connections the proxy opens, or 0 and cap clients at the proxy',
-      );
-    }
-    const adminServer = createListener(adminApp.callback(), timeouts);
-    // One closer for both listeners, added before either listens: a shutdown
-    // stops both from accepting at once and drains them within one grace
-    // period; a start that fails at the second listen closes the first.
-    const listening: Server[] = [];
-    closers.add('listeners', async () => {
-      state.draining = true;
-      const drained = await Promise.all(listening.map((s) => drain(s, state.drainSeconds * 1000)));
-      // Cut uploads clean up after themselves (abort, delete, give back the
-      // quota slot); that needs the store and the database still open.
-      for (let waited = 0; tools.uploadGate.inFlight > 0 && waited < 10_000; waited += 20) await sleep(20);
-      const sum = (key: keyof Drained) => drained.reduce((total, d) => total + d[key], 0);
-      logger.info({ cut_connections: sum('cut'), still_delivering: sum('delivering'), uploads_left: tools.uploadGate.inFlight }, 'stopped');
-    });
-    // After the listeners' closer: closers run last in, first out, so no sweep
-    // starts during the drain, with the store and database closed under it.
+    // No sweep starts once a shutdown drains: the store and the database close under it after the drain.
     if (config.gcInterval > 0) {
-      const sweepTimer = setInterval(() => services.sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed')), config.gcInterval * 1000).unref();
+      const sweepTimer = setInterval(() => {
+        if (!state.draining) services.sweep().catch((err: unknown) => logger.warn({ err }, 'sweep failed'));
+      }, config.gcInterval * 1000).unref();
       closers.add('sweep timer', () => clearInterval(sweepTimer));
     }
-    const acceptFailed = acceptErrorLog(logger);
-    const url = await listen(server, config.port, config.host, acceptFailed);
-    listening.push(server);
-    const adminUrl = await listen(adminServer, config.adminPort, config.adminHost, acceptFailed);
-    listening.push(adminServer);
-    logger.info(
-      { url, adminUrl, database: infra.db.kind, store: config.store, publicUrl: config.publicUrl, rateLimits: await rateLimitsAtStart(config.redisUrl, infra.redis) },
-      'dropstream listening',
-    );
-    // Memory back after load (src/idle-collect.ts); the admin listener's scrapes do not count as load.
-    const stopCollecting = collectWhenIdle([server], {
-      quietMs: 10_000,
-      minGrowthBytes: 16 * 1024 * 1024,
-      settleStart: true,
-      ignorePaths: HEALTH_PATHS,
-      onCollect: (report) => logger.debug(report, 'memory collected after load'),
-    });
-    closers.add('idle collection', stopCollecting);
-    // The young generation grows only under a high request rate (src/young-generation.ts).
-    closers.add('young generation', growYoungGenerationWithLoad([server], { ignorePaths: HEALTH_PATHS }));
-
+    const summary = { database: infra.db.kind, store: config.store, publicUrl: config.publicUrl, rateLimits: await rateLimitsAtStart(config.redisUrl, infra.redis) };
     let closing: Promise<void> | undefined;
     return {
-      url,
-      adminUrl,
+      app,
+      adminApp,
       adminToken: services.adminToken,
       db: infra.db,
       metrics: tools.metrics,
-      close(timeoutSeconds = config.shutdownTimeout) {
-        // Once: a second call (a second signal, a test's clean-up) waits for the first.
-        closing ??= (async () => {
-          state.drainSeconds = timeoutSeconds;
-          await closeAll();
-          await flushLog(logger);
-        })();
-        return closing;
-      },
+      summary,
+      uploadsInFlight: () => tools.uploadGate.inFlight,
+      drain: () => void (state.draining = true),
+      close: () => (closing ??= closeAll()),
     };
   } catch (err) {
     await closeAll();

@@ -480,6 +480,26 @@ describe('dropstream serve', () => {
     }
   });
 
+  it('when serve has listened and had no request for the quiet period, then it collects memory once (the tuning is the command\'s, src/memory/tune.ts)', async function () {
+    this.timeout(60_000);
+    const otherDir = await mkdtemp(join(tmpdir(), 'dropstream-tune-'));
+    const other = startServe({ DATA_DIR: otherDir, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'debug' });
+    try {
+      const listening = await other.waitForLog('dropstream listening');
+      // Health probes are not load: they neither count as requests nor hold the collection off.
+      expect((await fetch(`${listening.url}/healthz`)).status).to.equal(200);
+      // The first quiet period (10 s) settles the start whatever grew.
+      const collected = await other.waitForLog('memory collected after load', 30_000);
+      expect(collected).to.have.all.keys('level', 'time', 'msg', 'freed_mib', 'rss_freed_mib', 'took_ms');
+      other.child.kill('SIGTERM');
+      expect(await exitOf(other.child)).to.deep.equal({ code: 0, signal: null });
+    } finally {
+      if (other.child.exitCode === null && other.child.signalCode === null) other.child.kill('SIGKILL');
+      await exitOf(other.child);
+      await rm(otherDir, { recursive: true, force: true });
+    }
+  });
+
   it('when serve is given --port and --host, then it listens there, over PORT and HOST', async () => {
     const otherDir = await mkdtemp(join(tmpdir(), 'dropstream-port-'));
     const [port, envPort] = [await freePort(), await freePort()];

@@ -5,17 +5,23 @@
 // an instance's places (src/limits/upload-gate.ts), so this server has 43 (33 for one
 // account): the 32 uploads in flight, and so what is measured, are the same. In full mode the
 // same number of simultaneous direct lib-storage uploads (one process) runs
-// alternately as the limit; --quick runs our side only, once. Last, the
+// alternately as the limit; --quick runs our side only, once. After the 32
+// uploads our server rests for IDLE_S and its resident memory is read: what
+// the allocator and the idle collection give back after the peak. Last, the
 // noisy-neighbour case (noisy-neighbour.ts).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
 import { alternate } from '../lib/measure.js';
-import { MiB } from '../lib/proc.js';
+import { mib } from '../lib/measure.js';
+import { currentRss, MiB } from '../lib/proc.js';
 import { noisyNeighbour } from './noisy-neighbour.js';
 import { directS3Party, dropstreamParty, type UploadSample } from '../lib/uploads.js';
 
 const SIZE = 64 * MiB;
 const OURS = 'dropstream';
 const DIRECT = 'direct lib-storage';
+/** Seconds without a request before the idle figure: the idle collection's 10 s quiet period and then some. */
+const IDLE_S = 30;
 
 export async function concurrency(b: Bench, log: (s: string) => void): Promise<Comparison[]> {
   await b.s3.admin.createBucket('direct');
@@ -35,7 +41,14 @@ export async function concurrency(b: Bench, log: (s: string) => void): Promise<C
       const ours = sides[0]!.median as unknown as UploadSample;
       const ratios: Record<string, number> = {};
       if (sides[1]) ratios[`MB/s vs ${DIRECT}`] = ratio(ours.mb_s, sides[1].median.mb_s!);
-      out.push({ scenario: 'concurrency', case: `${count} x 64 MiB`, reps, sides, ratios });
+      const notes: string[] = [];
+      if (count === 32) {
+        await sleep(IDLE_S * 1000);
+        const idle = mib(await currentRss(server.proc.pid));
+        log(`  idle ${IDLE_S} s after the 32 uploads: ${idle} MiB`);
+        notes.push(`our server idle ${IDLE_S} s after them: ${idle} MiB`);
+      }
+      out.push({ scenario: 'concurrency', case: `${count} x 64 MiB`, reps, sides, ratios, ...(notes.length ? { notes } : {}) });
     }
     out.push(await noisyNeighbour(server, b.quick, log));
   } finally {

@@ -1,6 +1,6 @@
 // How many bytes a connection's peer has acknowledged: the kernel counts
 // them (TCP_INFO's tcpi_bytes_acked, Linux 4.1 and later), Node does not,
-// and koffi (already loaded for malloc_trim, src/malloc-trim.ts) reads it
+// and koffi (already loaded for malloc_trim, src/memory/malloc-trim.ts) reads it
 // with getsockopt. A limited link is charged by it (issue 38): counting what
 // was handed to the kernel charged a client that read 64 KiB of a 20 MiB
 // file and stopped for 4.19 MB, the kernel's send buffer (tcp_wmem's 4 MiB

@@ -117,7 +117,7 @@ function sharedChecks(d: Deployment) {
   });
 
   it('when the server gives memory back after load, then it can call glibc\'s malloc_trim (koffi and its binary are in the image)', async () => {
-    const script = "const { mallocTrim } = await import('/app/dist/malloc-trim.js'); const trim = mallocTrim(); process.stdout.write(String(trim && typeof trim()));";
+    const script = "const { mallocTrim } = await import('/app/dist/memory/malloc-trim.js'); const trim = mallocTrim(); process.stdout.write(String(trim && typeof trim()));";
     expect(await docker('exec', d.name, 'node', '--input-type=module', '-e', script)).to.equal('boolean');
   });
 

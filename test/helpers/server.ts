@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
+import { createLogger, type ServerOptions } from '../../src/server.js';
+import { startServer, type RunningServer } from '../../src/start.js';
 import { createTestDatabase, type Backend } from './databases.js';
 
 export const PUBLIC_URL = 'http://files.test';
@@ -54,8 +55,18 @@ async function adminCall(server: RunningServer, method: string, path: string, bo
 
 /** A plan without practical request limits, so tests that are not about limits never meet them. */
 export const ROOMY_PLAN = 'roomy';
+export const ROOMY_PLAN_FIELDS = {
+  api_access: true,
+  requests_per_minute: 1_000_000,
+  requests_per_day: 1_000_000,
+  max_file_size: 5368709120,
+  daily_uploads: 1_000_000,
+  // Suites race many uploads from one account; the per-account cap's tests set their own plans.
+  concurrent_uploads: 100_000,
+};
 
-export async function startTestServer(backend: Backend, env: Record<string, string> = {}, logger?: Logger, options?: ServerOptions): Promise<TestServer> {
+/** A test server's settings: a new DATA_DIR, a PostgreSQL database of its own unless env names one, silent logs; cleanUp() removes both. */
+export async function prepareTestServer(backend: Backend, env: Record<string, string> = {}, logger?: Logger) {
   const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-test-'));
   // A given DATABASE_URL is shared (two instances, one database); otherwise each server gets its own.
   const database = backend === 'postgresql' && !env.DATABASE_URL ? await createTestDatabase() : undefined;
@@ -72,16 +83,24 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...env,
   });
-  const server = await startServer(config, logger, options);
-  await adminCall(server, 'PUT', '/admin/plans/roomy', {
-    api_access: true,
-    requests_per_minute: 1_000_000,
-    requests_per_day: 1_000_000,
-    max_file_size: 5368709120,
-    daily_uploads: 1_000_000,
-    // Suites race many uploads from one account; the per-account cap's tests set their own plans.
-    concurrent_uploads: 100_000,
+  return {
+    config,
+    dataDir,
+    logger: logger ?? createLogger(config.logLevel, config.logFormat),
+    async cleanUp() {
+      await database?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function startTestServer(backend: Backend, env: Record<string, string> = {}, logger?: Logger, options?: ServerOptions): Promise<TestServer> {
+  const { config, dataDir, logger: log, cleanUp } = await prepareTestServer(backend, env, logger);
+  const server = await startServer(config, log, options).catch(async (err: unknown) => {
+    await cleanUp();
+    throw err;
   });
+  await adminCall(server, 'PUT', `/admin/plans/${ROOMY_PLAN}`, ROOMY_PLAN_FIELDS);
 
   const admin = (method: string, path: string, body?: unknown) => adminCall(server, method, path, body);
 
@@ -102,8 +121,7 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
     tempFiles: () => walk(join(dataDir, 'objects', '.tmp')),
     async close() {
       await server.close();
-      await database?.drop();
-      await rm(dataDir, { recursive: true, force: true });
+      await cleanUp();
     },
   };
 }

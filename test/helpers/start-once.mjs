@@ -4,7 +4,8 @@
 // what test/faults/failed-start.test.ts asserts of a start that fails.
 import { pino } from 'pino';
 import { loadConfig } from '../../dist/config.js';
-import { createLogger, startServer } from '../../dist/server.js';
+import { createLogger } from '../../dist/server.js';
+import { startServer } from '../../dist/start.js';
 
 // A synchronous destination: the logger's own periodic flush must not be what keeps the process up.
 const logger = createLogger('warn', 'json', pino.destination({ dest: 2, sync: true }));

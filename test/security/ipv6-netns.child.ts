@@ -8,7 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { startServer } from '../../src/server.js';
+import { startServer } from '../../src/start.js';
 import { eventually } from '../helpers/raw-upload.js';
 
 const ROTATING = Array.from({ length: 10 }, (_, i) => `2001:db8:1:2::${10 + i}`);

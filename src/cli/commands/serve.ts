@@ -6,7 +6,8 @@ import { SERVICE_UMASK } from '../../data-dir.js';
 import { DataDirLockedError } from '../../db/data-dir-lock.js';
 import { chooseLogFormat } from '../../log-format.js';
 import { dataDirError } from '../../startup-error.js';
-import { holdYoungGeneration } from '../../young-generation.js';
+import { tuneMemory } from '../../memory/tune.js';
+import { holdYoungGeneration } from '../../memory/young-generation.js';
 import { CliError } from '../cli-error.js';
 import { parseCommand, text, type Command } from '../args.js';
 import { checkPortsFree, nodeVersionWarning } from '../preflight.js';
@@ -38,7 +39,7 @@ function serveEnv(args: string[]): NodeJS.ProcessEnv {
 
 export async function serve(args: string[]): Promise<void> {
   const env = serveEnv(args);
-  // While the modules load; once listening, the server lets it grow with the request rate (src/young-generation.ts).
+  // While the modules load; once listening, it grows with the request rate (src/memory/tune.ts).
   holdYoungGeneration();
   const config = loadConfig(env);
   // Everything the service writes is its own: files 0600, folders 0700, PGlite's too (src/data-dir.ts).
@@ -49,12 +50,13 @@ export async function serve(args: string[]): Promise<void> {
     { variable: 'PORT', host: config.host, port: config.port },
     { variable: 'ADMIN_PORT', host: config.adminHost, port: config.adminPort },
   ]);
-  const { createLogger, startServer } = await import('../../server.js');
+  const [{ createLogger }, { startServer }, { HEALTH_PATHS }] = await Promise.all([import('../../server.js'), import('../../start.js'), import('../../http/health-routes.js')]);
   const logger = createLogger(config.logLevel, chooseLogFormat(config.logFormat, process.stdout.isTTY));
   processLog.logTo(logger);
   const oldNode = nodeVersionWarning();
   if (oldNode) logger.warn({ node: process.version }, oldNode);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let stopTuning = () => {};
   let stopping = false;
   const stop = async (signal: string) => {
     // A second signal means "now": skip the grace period.
@@ -63,6 +65,7 @@ export async function serve(args: string[]): Promise<void> {
     logger.info({ signal, timeout_s: config.shutdownTimeout }, 'shutting down');
     // Still starting, so nothing is served yet: stop at once (the DATA_DIR lock goes with the process).
     if (!server) process.exit(0);
+    stopTuning();
     await server.close();
     process.exit(0);
   };
@@ -74,6 +77,12 @@ export async function serve(args: string[]): Promise<void> {
   // said in one line naming the directory and the uid to give it to.
   server = await startServer(config, logger).catch((err: unknown) => {
     throw dataDirError(err, config.dataDir) ?? err;
+  });
+  // Memory back after load, and the young generation's growth, follow the
+  // public listener; the admin listener's scrapes and health probes are not load.
+  stopTuning = tuneMemory([server.listener], {
+    ignorePaths: HEALTH_PATHS,
+    onCollect: (report) => logger.debug(report, 'memory collected after load'),
   });
 }
 

@@ -1,17 +1,15 @@
 // V8 grows its young generation when much of what it allocates survives a
 // scavenge. Loading a server's modules is exactly that (compiled code,
-// module records and sources, all kept): a start grew it from 2 x 1 MiB to
-// 2 x 16 MiB, all of it touched once and then left resident, about 10 MiB of
-// the 121 MiB peak measured when the server says it is listening (issue 24).
-// A long upload is that too: the survivors V8 counts add up over the whole
-// transfer, and one 1 GiB upload grew it to 2 x 32 MiB, 60 MiB of its peak.
-// Only a high request rate gains from a large young generation (fewer of a
+// module records and sources, all kept), and so is a long upload (the
+// survivors V8 counts add up over the whole transfer): either grows it to
+// sizes that are touched once and then stay resident, for no gain. Only a
+// high request rate gains from a large young generation (fewer of a
 // request's objects outlive a scavenge and get promoted: bin/dropstream.js
 // sets its ceiling for the metadata routes). So the growth factor is held at
 // 1 while the server starts, and afterwards V8's own (2) applies only while
 // requests come at GROW_AT_PER_SECOND or faster. The flag is read at each
-// growth, so a change at run time takes effect; given on node's command line
-// it did not hold the start (measured on Node 24).
+// growth, so a change at run time takes effect, where node's command line
+// did not hold the start. Figures: docs/performance.md, Memory knobs.
 import type { Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { countRequests } from './request-count.js';

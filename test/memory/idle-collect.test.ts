@@ -1,4 +1,4 @@
-// collectWhenIdle (src/idle-collect.ts): one collection once requests stop
+// collectWhenIdle (src/memory/idle-collect.ts): one collection once requests stop
 // after a burst that grew V8's memory or glibc's heap; none while they go
 // on, none after a burst that grew nothing, none after it is stopped.
 import { createServer, type Server } from 'node:http';
@@ -8,13 +8,13 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import koffi from 'koffi';
-import { collectWhenIdle } from '../src/idle-collect.js';
-import { eventually } from './helpers/raw-upload.js';
+import { collectWhenIdle } from '../../src/memory/idle-collect.js';
+import { eventually } from '../helpers/raw-upload.js';
 
 const MiB = 1024 * 1024;
 
 /**
- * A collection now that also gives back V8's free pages, as src/idle-collect.ts
+ * A collection now that also gives back V8's free pages, as src/memory/idle-collect.ts
  * runs it: a plain gc() left 134 of 327 MiB committed, which a burst then
  * reuses without any growth.
  */

@@ -1,18 +1,18 @@
-// holdYoungGeneration (src/young-generation.ts): while held, objects that
+// holdYoungGeneration (src/memory/young-generation.ts): while held, objects that
 // survive collections do not grow V8's young generation; once let go, they
 // do again; an operator's own growth factor is left alone.
 // growYoungGenerationWithLoad: it grows only while requests come fast.
 // Each case runs in a new node process (tsx's loading may have grown it a
 // step already).
 import { expect } from 'chai';
-import { runToExit } from './helpers/run-to-exit.js';
+import { runToExit } from '../helpers/run-to-exit.js';
 
 const MiB = 1024 * 1024;
 
 /** new_space's size after `mib` MiB of objects that stay alive, held or not, and again after letting go. */
 const CHILD = `
 import { getHeapSpaceStatistics } from 'node:v8';
-import { holdYoungGeneration } from './src/young-generation.ts';
+import { holdYoungGeneration } from './src/memory/young-generation.ts';
 const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
 const kept = [];
 const survive = (mib) => { for (let i = 0; i < mib * 32; i++) kept.push(Array.from({ length: 1024 }, (_, j) => ({ j }))); };
@@ -55,7 +55,7 @@ describe('holdYoungGeneration', () => {
 const LOAD_CHILD = `
 import { createServer } from 'node:http';
 import { getHeapSpaceStatistics } from 'node:v8';
-import { growYoungGenerationWithLoad } from './src/young-generation.ts';
+import { growYoungGenerationWithLoad } from './src/memory/young-generation.ts';
 const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
 const kept = [];
 const survive = (mib) => { for (let i = 0; i < mib * 32; i++) kept.push(Array.from({ length: 1024 }, (_, j) => ({ j }))); };

@@ -1,10 +1,10 @@
 // glibc keeps what free() gives back inside its heaps, and returns a page to
-// the system only when it is at the top of one. After a burst of metadata
-// requests that was about 17 MiB (V8's optimizing compiler works in malloc'd
-// scratch memory and frees it in pieces): idle after the soak stayed 1.3x
-// idle after start. malloc_trim(0) also hands back the free pages in the
-// middle of every arena (docs/performance.md, Memory). Node has no binding
-// for it; koffi (a maintained FFI with prebuilt binaries) calls it.
+// the system only when it is at the top of one; what V8's optimizing
+// compiler frees in pieces after a burst stays. malloc_trim(0) also hands
+// back the free pages in the middle of every arena. Node has no binding for
+// it; koffi (a maintained FFI with prebuilt binaries, which the server loads
+// for TCP_INFO too) calls it. A preloaded jemalloc or mimalloc instead gave
+// less back (docs/performance.md, Memory; docs/decisions.md).
 import { createRequire } from 'node:module';
 
 /** Gives glibc's free pages back to the system; false when there were none. */

@@ -5,7 +5,7 @@
 // bench/scenarios/soak.ts measured the process resting at its peak. One full
 // collection once requests stop gives the heap's pages and the freed
 // buffers back to the system, and malloc_trim then what glibc kept of them
-// (src/malloc-trim.ts).
+// (src/memory/malloc-trim.ts).
 import type { Server } from 'node:http';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -59,8 +59,8 @@ export interface IdleCollectOptions {
   /**
    * Also collect once at the first quiet period, whatever the growth: what
    * starting left behind (modules' loading, the first queries) is garbage
-   * too. A server idled at 102.3 MiB 30 s after start without it, at 96.1
-   * with it (koffi loaded by then included).
+   * too, and would otherwise stay until a burst grew memory past it
+   * (docs/performance.md, Memory).
    */
   settleStart?: boolean;
 }
@@ -92,8 +92,8 @@ export function collectWhenIdle(servers: Server[], options: IdleCollectOptions):
     if (before - baseline < options.minGrowthBytes && rssBefore - rssBaseline < options.minGrowthBytes) {
       // Growth counts from the least the process rested at: memory given
       // back after the baseline was taken, by V8 itself or by connections
-      // closing (without settleStart, the start's own garbage: 13 MiB of RSS
-      // in the soak bench), would otherwise hide as much growth.
+      // closing (without settleStart, the start's own garbage), would
+      // otherwise hide as much growth.
       baseline = Math.min(baseline, before);
       rssBaseline = Math.min(rssBaseline, rssBefore);
       return;
