@@ -15,7 +15,8 @@ import { cleanFilename } from './filename.js';
 import { PendingObjects } from './pending.js';
 import type { UploadQuota } from './quota.js';
 import { newStorageKey, type FileRecord } from './record.js';
-import { hasher, writeBody, type AppendInput } from './resumable-body.js';
+import { writeBody, type AppendInput } from './resumable-body.js';
+import { digestOf, initialHashState } from './resumable-hash.js';
 import { resumableErrors } from './resumable-errors.js';
 import { newUploadId, ResumableRecords, type ResumableRow } from './resumable-records.js';
 import { LeaseTakenOver, UploadLeases, type Lease } from './upload-lease.js';
@@ -154,7 +155,7 @@ export class ResumableUploads {
         filename,
         length: input.length,
         storeState: await store.startResumable(storageKey, { maxSize: input.length ?? max }),
-        hashState: (await hasher()).save(),
+        hashState: await initialHashState(),
         quotaDay: day,
         expiresAt: this.expiresAfter(now, now),
         createdAt: now,
@@ -325,7 +326,7 @@ export class ResumableUploads {
   /** Makes the upload's object a file, as a plain upload's; ends the lease. */
   private async finishLeased(row: ResumableRow, lease: Lease): Promise<FileRecord> {
     await this.options.store.completeResumable(row.storageKey, row.storeState, row.offset);
-    const sha256 = (await hasher(row.hashState)).digest('hex');
+    const sha256 = await digestOf(row.hashState, () => this.options.store.get(row.storageKey));
     const file = await commitFile(this.options.prisma, {
       accountId: row.accountId,
       filename: row.filename,
