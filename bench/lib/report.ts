@@ -4,6 +4,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { side, type Comparison } from './context.js';
+import { BARE as BARE_FILE_DOWNLOAD } from '../scenarios/local-downloads.js';
+import { BUSBOY_FILE } from '../scenarios/uploads.js';
 
 export interface Meta {
   mode: string;
@@ -32,6 +34,9 @@ interface Target {
   met: boolean | null;
 }
 
+/** Server CPU per byte: core-seconds per GB (10^9 bytes), from a side's CPU % of one core and MB/s. */
+const cpuPerGb = (m: Record<string, number> | undefined) => (m?.party_cpu_pct === undefined || !m.mb_s ? undefined : Math.round((m.party_cpu_pct / m.mb_s) * 1000) / 100);
+
 const find = (results: Comparison[], scenario: string, kase: string) => results.find((r) => r.scenario === scenario && r.case === kase);
 const oursMedian = (c: Comparison | undefined, key: string) => c?.sides[0]?.median[key];
 
@@ -51,6 +56,11 @@ export function targets(results: Comparison[]): Target[] {
       });
     }
   }
+  // Issue 42: the local store against its fair limit, node:http + busboy into a file (bench/procs/busboy-file-server.ts).
+  for (const c of results.filter((r) => r.scenario === 'uploads' && r.case.startsWith('local'))) {
+    const v = c.ratios[`MB/s vs ${BUSBOY_FILE}`];
+    if (v !== undefined) out.push({ target: `upload ${c.case}: >= 0.8x ${BUSBOY_FILE}`, measured: `${v}x`, met: v >= 0.8 });
+  }
   const big = oursMedian(find(results, 'uploads', 's3, 5120 MiB'), 'peak_rss_mib');
   const gib = oursMedian(find(results, 'uploads', 's3, 1024 MiB'), 'peak_rss_mib');
   out.push({ target: 'peak RSS, one 5 GiB upload (S3): < 128 MiB', measured: big === undefined ? 'not run' : `${big} MiB`, met: big === undefined ? null : big < 128 });
@@ -61,17 +71,25 @@ export function targets(results: Comparison[]): Target[] {
   });
   const c32 = oursMedian(find(results, 'concurrency', '32 x 64 MiB'), 'peak_rss_mib');
   out.push({ target: 'peak RSS, 32 concurrent 64 MiB uploads: < 512 MiB', measured: c32 === undefined ? 'not run' : `${c32} MiB`, met: c32 === undefined ? null : c32 < 512 });
-  for (const c of results.filter((r) => r.scenario === 'downloads')) {
+  for (const c of results.filter((r) => r.scenario === 'downloads' && r.case.startsWith('local'))) {
+    const v = c.ratios[`MB/s vs ${BARE_FILE_DOWNLOAD}`];
+    if (v !== undefined) out.push({ target: `download ${c.case}: >= 0.9x ${BARE_FILE_DOWNLOAD}`, measured: `${v}x`, met: v >= 0.9 });
+  }
+  for (const c of results.filter((r) => r.scenario === 'downloads' && !r.case.startsWith('local'))) {
     const [v, vsProxy, proxy] = Object.values(c.ratios);
     const min = c.case.includes('ranges') ? 0.85 : 0.9;
     const context = proxy === undefined ? '' : ` (a bare node:http proxy: ${proxy}x; ours ${vsProxy}x of that proxy)`;
     out.push({ target: `download ${c.case}: >= ${min}x direct GetObject`, measured: `${v}x${context}`, met: v! >= min });
   }
-  // bench/scenarios/resumable.ts: each tus way of sending the file at least 0.9x the plain upload's MB/s.
+  // bench/scenarios/resumable.ts (issue 42): the whole file in one PATCH at least 0.95x the plain upload's MB/s, 64 MiB PATCHes 0.9x; the server's CPU per byte beside.
   for (const c of results.filter((r) => r.scenario === 'resumable')) {
     for (const [name, v] of Object.entries(c.ratios)) {
       const tus = name.includes(':') ? name.slice(0, name.indexOf(':')) : c.sides[0]?.label ?? 'tus';
-      out.push({ target: `resumable ${c.case}, ${tus}: >= 0.9x the plain upload`, measured: `${v}x`, met: v >= 0.9 });
+      const min = tus.includes('one PATCH') ? 0.95 : 0.9;
+      const plain = c.sides.find((s) => name.endsWith(s.label));
+      const cpu = [c.sides.find((s) => s.label === tus), plain].map((s) => cpuPerGb(s?.median));
+      const beside = cpu.every((x) => x !== undefined) ? ` (server CPU ${cpu[0]} vs ${cpu[1]} core-s/GB)` : '';
+      out.push({ target: `resumable ${c.case}, ${tus}: >= ${min}x the plain upload`, measured: `${v}x${beside}`, met: v >= min });
     }
   }
   out.push(...metadataTargets(results));
@@ -84,14 +102,17 @@ function memoryTargets(results: Comparison[]): Target[] {
   const out: Target[] = [];
   const partyMedian = (c: Comparison | undefined, label: string, key: string) => c?.sides.find((s) => s.label === label)?.median[key];
   const first = results.find((r) => r.scenario === 'uploads' && r.case.startsWith('s3') && r.startupRssMib);
-  // Issue 24 asks for idle after start; the peak while starting is the stricter reading, kept beside it.
-  const againstTus = (label: string, rss: Record<string, number> | undefined) => {
+  // Issue 24 asks for idle after start, the target that counts; the peak while starting is accepted as it is (issue 42), shown, not judged.
+  const againstTus = (label: string, rss: Record<string, number> | undefined, judged: boolean) => {
     const ours = rss?.dropstream;
     const tus = rss?.['tus-node-server'];
-    if (ours !== undefined && tus !== undefined) out.push({ target: `${label} (PostgreSQL, S3): <= 1.2x tus-node-server`, measured: `${(ours / tus).toFixed(2)}x (${ours} vs ${tus} MiB)`, met: ours <= 1.2 * tus });
+    if (ours === undefined || tus === undefined) return;
+    const measured = `${(ours / tus).toFixed(2)}x (${ours} vs ${tus} MiB)`;
+    if (judged) out.push({ target: `${label} (PostgreSQL, S3): <= 1.2x tus-node-server`, measured, met: ours <= 1.2 * tus });
+    else out.push({ target: `${label} (PostgreSQL, S3): against tus-node-server, accepted as it is (issue 42)`, measured, met: null });
   };
-  againstTus('idle 30 s after start, no request yet', first?.idleRssMib);
-  againstTus('peak RSS right after start', first?.startupRssMib);
+  againstTus('idle 30 s after start, no request yet', first?.idleRssMib, true);
+  againstTus('peak RSS right after start', first?.startupRssMib, false);
   const big = find(results, 'uploads', 's3, 5120 MiB');
   const bigOurs = oursMedian(big, 'peak_rss_mib');
   const bigTus = partyMedian(big, 'tus-node-server', 'peak_rss_mib');
@@ -106,9 +127,13 @@ function memoryTargets(results: Comparison[]): Target[] {
       out.push({ target: `${c.case}: peak RSS <= 1.25x the ceiling party's`, measured: `${(o / top).toFixed(2)}x (${o} vs ${top} MiB)`, met: o <= 1.25 * top });
     }
   }
-  // The MB/s of 32 uploads before the shared part buffers (bench/RESULTS.md of 2026-11-23): memory must not cost speed.
-  const c32 = oursMedian(find(results, 'concurrency', '32 x 64 MiB'), 'mb_s');
-  if (c32 !== undefined) out.push({ target: '32 concurrent 64 MiB uploads: >= 0.95x the 176.35 MB/s of 2026-11-23', measured: `${(c32 / 176.35).toFixed(2)}x (${c32} MB/s)`, met: c32 >= 0.95 * 176.35 });
+  // Memory must not cost speed: 32 uploads against as many direct lib-storage uploads in the same run (issue 42; full mode only).
+  const c32 = find(results, 'concurrency', '32 x 64 MiB');
+  const c32Ratio = c32?.ratios['MB/s vs direct lib-storage'];
+  if (c32Ratio !== undefined) {
+    const direct = partyMedian(c32, 'direct lib-storage', 'mb_s');
+    out.push({ target: "32 concurrent 64 MiB uploads: >= 0.95x direct lib-storage's total in the same run", measured: `${c32Ratio}x (${oursMedian(c32, 'mb_s')} vs ${direct} MB/s)`, met: c32Ratio >= 0.95 });
+  }
   for (const c of results.filter((r) => r.scenario === 'soak')) {
     const v = c.ratios['idle after / after start']!;
     out.push({ target: `idle after ${c.case}: <= 1.25x idle after start`, measured: `${v}x (${oursMedian(c, 'idle_after_soak_mib')} vs ${oursMedian(c, 'idle_after_start_mib')} MiB)`, met: v <= 1.25 });
@@ -191,11 +216,11 @@ function table(comparisons: Comparison[]): string[] {
 }
 
 const SECTIONS: [Comparison['scenario'], string, string][] = [
-  ['uploads', 'Uploads, one at a time', 'Our server (`node bin/dropstream.js serve`, PostgreSQL, Redis) against the limit (direct lib-storage into the same s3rver with the same 8 MiB parts, 2 in flight / a bare Node process piping to a file) and the peers. Peak RSS is the party\'s own process (server, or the direct uploader). CPU % is of one core; machine CPU % is of both cores (100 = saturated).'],
-  ['resumable', 'Resumable uploads (tus) against the plain upload', 'The same bytes into the same server: `POST /api/v1/uploads` and PATCHes of 64 MiB (tus) against one multipart `POST /api/v1/files/upload`. Peak RSS is the server\'s. Target: at least 0.9x the plain upload\'s MB/s.'],
+  ['uploads', 'Uploads, one at a time', 'Our server (`node bin/dropstream.js serve`, PostgreSQL, Redis) against the limit (direct lib-storage into the same s3rver with the same 8 MiB parts, 2 in flight / a bare node:http server piping the same multipart body through busboy into a file with the same fsync policy, and a bare Node process piping to a file, no HTTP) and the peers. Peak RSS is the party\'s own process (server, or the direct uploader). CPU % is of one core; machine CPU % is of both cores (100 = saturated).'],
+  ['resumable', 'Resumable uploads (tus) against the plain upload', 'The same bytes into the same server: `POST /api/v1/uploads` and PATCHes of 64 MiB (tus) against one multipart `POST /api/v1/files/upload`. Peak RSS is the server\'s. Targets (issue 42): the whole file in one PATCH at least 0.95x the plain upload\'s MB/s, 64 MiB PATCHes 0.9x; the server\'s CPU per byte (core-seconds per GB) beside them.'],
   ['resumable-cuts', 'Resumable uploads through a cut connection (tus-js-client)', 'tus-js-client 4 (default retry delays 0, 1, 3, 5 s, the whole file in one PATCH) uploads 256 MiB through a TCP proxy (`test/helpers/cutting-proxy.ts`) that cuts the connection once a third of the file has passed: *silent* closes only the client\'s side (the server\'s stays open and hears nothing more: a laptop changing networks), *reset* closes both. The peer is tus-node-server (`@tus/server` with `@tus/file-store` or `@tus/s3-store`, `bench/procs/tus-server.ts`). Resent is what the client sent through the proxy beyond the file\'s size (issue 19: at most 5%); the seconds run from the cut to the start of the PATCH that resumed (the takeover: HEAD, the old request letting go) and to tus-js-client\'s success (which adds the rest of the file at each server\'s speed; ours hashes and fsyncs). Stored sizes (and our SHA-256) are checked.'],
   ['concurrency', 'Concurrent 64 MiB uploads (S3)', 'Total MB/s over all uploads; peak RSS of the server (ours) or of the one uploading process (direct).'],
-  ['downloads', 'Downloads (S3)', 'Our public link against a bare node:http proxy (`bench/procs/download-proxy.ts`: GetObject piped to the response, no framework, database, limit or log line: what one more hop between s3rver and the client costs on these two cores) and a GetObject of the same key straight from s3rver; all read by a client process that discards the bytes.'],
+  ['downloads', 'Downloads', 'Local store (`--only local-downloads`): our public link against a bare node:http server piping `fs.createReadStream` of the same file to the response (`bench/procs/file-download-server.ts`). S3: our public link against a bare node:http proxy (`bench/procs/download-proxy.ts`: GetObject piped to the response, no framework, database, limit or log line: what one more hop between s3rver and the client costs on these two cores) and a GetObject of the same key straight from s3rver; all read by a client process that discards the bytes.'],
   ['knobs', 'Memory knobs (our server alone, one run each)', 'Peak RSS and throughput of one 1 GiB upload and of 32 simultaneous 64 MiB uploads under other settings. Part buffers per upload are S3_PARTS_IN_FLIGHT x S3_PART_SIZE; `--max-semi-space-size=1` (V8 flag, via NODE_OPTIONS) makes V8 collect the 64 KiB socket reads sooner.'],
   ['metadata', 'Metadata endpoints (autocannon, 50 connections)', 'Our server with PostgreSQL and Redis (rate limits counted in Redis on every request, one log line per request) against the ceiling party (`bench/procs/ceiling.ts`: Koa + @koa/router + pg + ioredis on the same database, Redis and account, per request the key\'s SHA-256 -> account and plan in one SQL join (once a second per key when cached, as ours; every request when not), both counters in one Redis script, the row(s), the same JSON (checked), one pino line) and a bare Koa app answering the same JSON from memory. The 100,000-file account\'s rows are inserted by SQL and its counters set by `dropstream gc`; the last page is OFFSET 99,980.'],
   ['soak', 'Soak: memory back after mixed load (S3)', 'Our server on s3rver takes plain and resumable uploads of 1-48 MiB, whole downloads of them and metadata requests at 16 connections for a few minutes (`bench/scenarios/soak.ts`); idle is VmRSS after 30 s without requests, right after start, after a warm-up of one request of each kind, and after the soak. Target: idle after the soak within 1.25x of idle after start.'],

@@ -46,3 +46,9 @@ export const startBareKoa = (responsesFile: string) => startServer('bare-koa', '
 /** The ceiling party (bench/procs/ceiling.ts) on our database and Redis. */
 export const startCeiling = (spec: { databaseUrl: string; redisUrl: string; keyPrefix: string; publicUrl: string; keyCacheMs?: number }) =>
   startServer(spec.keyCacheMs ? 'ceiling-cached' : 'ceiling', 'ceiling', [JSON.stringify(spec)]);
+
+/** The local uploads' limit: node:http + busboy into files in `dir` (bench/procs/busboy-file-server.ts). */
+export const startBusboyFile = (dir: string) => startServer('busboy-file-server', 'busboy-file-server', [JSON.stringify({ dir })]);
+
+/** The local downloads' limit: fs.createReadStream of `<dir>/<name>` to the response (bench/procs/file-download-server.ts). */
+export const startFileDownload = (dir: string) => startServer('file-download-server', 'file-download-server', [JSON.stringify({ dir })]);

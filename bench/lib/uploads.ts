@@ -154,7 +154,24 @@ export function multerParty(label: string, multer: Running, ctx: S3Context, buck
   };
 }
 
-/** The local limit: a bare Node process piping the bytes into files in `dir`. */
+/** The local store's fair limit: node:http + busboy into a file (bench/procs/busboy-file-server.ts), answers {path, size}. */
+export function busboyFileParty(label: string, server: Running): UploadParty {
+  return {
+    label,
+    async upload(size, count) {
+      const { result, watch: w } = await watch({ party: server.proc.pid }, () => client({ mode: 'multipart', url: server.url, size, count }));
+      accepted(result, label);
+      for (const u of result.uploads) {
+        const { path } = JSON.parse(u.body) as { path: string };
+        check((await stat(path)).size === size, `${path} has the wrong size`);
+        await unlink(path);
+      }
+      return sample(size * count, result.wall, w.peakRssMib.party! * 1024 * 1024, w.cpuPct.party!, w, result.cpu_s);
+    },
+  };
+}
+
+/** Not an HTTP party: a bare Node process piping the bytes into files in `dir` (the disk's and Node's own limit). */
 export function directFileParty(label: string, dir: string): UploadParty {
   return {
     label,

@@ -1,7 +1,10 @@
 // Scenario 1: one upload at a time of 64 MiB, 1 GiB and 5 GiB.
 //   S3:    our service, the direct lib-storage upload (the limit),
 //          tus-node-server and Express + multer-s3, all on the same s3rver.
-//   local: our service, and a bare Node process piping to a file (the limit).
+//   local: our service; the fair limit, a bare node:http server piping the
+//          same multipart body through busboy into a file with the same
+//          fsync policy (bench/procs/busboy-file-server.ts); and a bare Node
+//          process piping to a file (no HTTP: the disk's own limit).
 // Servers start once; their memory is read right after start (the peak) and
 // after IDLE_AFTER_START_S seconds without a request (issue 24's idle after
 // start); a small upload warms each one up (JIT, connection pools) before
@@ -12,14 +15,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
 import { alternate } from '../lib/measure.js';
 import { currentRss, MiB } from '../lib/proc.js';
-import { startMulter, startTus } from '../lib/servers.js';
-import { directFileParty, directS3Party, dropstreamParty, multerParty, tusParty, type UploadParty, type UploadSample } from '../lib/uploads.js';
+import { startBusboyFile, startMulter, startTus } from '../lib/servers.js';
+import { busboyFileParty, directFileParty, directS3Party, dropstreamParty, multerParty, tusParty, type UploadParty, type UploadSample } from '../lib/uploads.js';
 
 const OURS = 'dropstream';
 const DIRECT_S3 = 'direct lib-storage';
 const TUS = 'tus-node-server';
 const MULTER = 'Express + multer-s3';
 const DIRECT_FILE = 'bare Node to file';
+export const BUSBOY_FILE = 'node:http + busboy to file';
 /** As the soak's idle: RSS after this long without a request. */
 const IDLE_AFTER_START_S = 30;
 
@@ -91,12 +95,15 @@ export async function uploads(b: Bench, log: (s: string) => void): Promise<Compa
 
   const local = await startOurs(b, 'uploads', 'local');
   const fileDir = join(b.workDir, 'direct-file');
+  const busboyDir = join(b.workDir, 'busboy-file');
   await mkdir(fileDir, { recursive: true });
+  const busboy = await startBusboyFile(busboyDir);
   try {
     log('local uploads');
-    results.push(...(await compare(b, 'local', [dropstreamParty(OURS, local), directFileParty(DIRECT_FILE, fileDir)], { [OURS]: local.startupPeakRss }, {}, log)));
+    const parties = [dropstreamParty(OURS, local), busboyFileParty(BUSBOY_FILE, busboy), directFileParty(DIRECT_FILE, fileDir)];
+    results.push(...(await compare(b, 'local', parties, { [OURS]: local.startupPeakRss, [BUSBOY_FILE]: busboy.startupPeakRss }, {}, log)));
   } finally {
-    await local.proc.stop();
+    await Promise.all([local.proc.stop(), busboy.proc.stop()]);
   }
   return results;
 }

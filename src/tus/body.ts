@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { AppError } from '../errors.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { AppendResult, ResumableState } from '../storage/resumable.js';
+import { continueHash } from './hash.js';
 import type { ResumableRow } from './records.js';
 
 export interface AppendInput {
@@ -88,19 +89,6 @@ function stopWhenQuiet(body: Readable, stop: StopOptions) {
   };
 }
 
-/**
- * The SHA-256 of an upload so far, continued from `state` (hash-wasm can
- * save and load its state; Node's crypto cannot), or new. Imported here, so
- * a server loads it with its first resumable upload.
- */
-export async function hasher(state?: Uint8Array) {
-  const { createSHA256 } = await import('hash-wasm');
-  const hash = await createSHA256();
-  if (state) hash.load(state);
-  else hash.init();
-  return hash;
-}
-
 export interface Written extends AppendResult {
   /** Bytes of the body the store received. */
   received: number;
@@ -129,7 +117,9 @@ export async function writeBody(
     admit?: (after: number) => Promise<void>;
   },
 ): Promise<Written> {
-  const hash = await hasher(row.hashState);
+  // A body declared to carry the whole upload from its first byte is hashed by Node's crypto (hash.ts).
+  const wholeUpload = row.offset === 0 && options.length !== undefined && input.bodySize === options.length;
+  const hash = await continueHash(row.hashState, { wholeUpload });
   const checksum = input.checksum ? createHash('sha256') : undefined;
   const stopping = options.stop ? stopWhenQuiet(input.body, options.stop) : undefined;
   let received = 0;
@@ -155,5 +145,5 @@ export async function writeBody(
   }
   if (result.offset !== row.offset + received) throw new Error(`the store kept ${result.offset - row.offset} bytes of ${received}`);
   const checksumFailed = checksum !== undefined && (result.interrupted !== undefined || !checksum.digest().equals(input.checksum!));
-  return { ...result, received, hashState: hash.save(), checksumFailed };
+  return { ...result, received, hashState: hash.state(result.offset === options.length), checksumFailed };
 }

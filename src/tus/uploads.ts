@@ -13,7 +13,8 @@ import { FileTooLarge, fileErrors } from '../files/errors.js';
 import { commitFile } from '../files/file-rows.js';
 import { cleanFilename } from '../files/filename.js';
 import { newStorageKey, type FileRecord } from '../files/record.js';
-import { hasher, writeBody, type AppendInput } from './body.js';
+import { writeBody, type AppendInput } from './body.js';
+import { digestOf, initialHashState } from './hash.js';
 import { resumableErrors } from './errors.js';
 import { newUploadId, type ResumableRecords, type ResumableRow } from './records.js';
 import { LockTakenOver, type UploadLock, type UploadLocker } from './locker.js';
@@ -143,7 +144,7 @@ export class ResumableUploads {
         filename,
         length: input.length,
         storeState: await store.startResumable(storageKey, { maxSize: input.length ?? max }),
-        hashState: (await hasher()).save(),
+        hashState: await initialHashState(),
         quotaDay: day,
         expiresAt: this.expiresAfter(now, now),
         createdAt: now,
@@ -309,7 +310,7 @@ export class ResumableUploads {
   /** Makes the upload's object a file, as a plain upload's; the caller holds its lock, and unlocks. */
   private async finish(row: ResumableRow): Promise<FileRecord> {
     await this.options.store.completeResumable(row.storageKey, row.storeState, row.offset);
-    const sha256 = (await hasher(row.hashState)).digest('hex');
+    const sha256 = await digestOf(row.hashState, () => this.options.store.get(row.storageKey));
     const file = await commitFile(this.options.prisma, {
       accountId: row.accountId,
       filename: row.filename,
