@@ -21,7 +21,8 @@ import { recountFiles } from './files/file-rows.js';
 import { UploadQuota } from './files/quota.js';
 import { PendingObjects } from './files/pending.js';
 import { postgresCarrier, redisCarrier, type ReleaseCarrier } from './files/lease-release.js';
-import { LiveDownloads } from './files/live-downloads.js';
+import { LiveDownloads } from './links/live-downloads.js';
+import { LinkService } from './links/service.js';
 import { ResumableUploads } from './files/resumable.js';
 import { FileService } from './files/service.js';
 import { Sweeper } from './files/sweeper.js';
@@ -194,6 +195,7 @@ interface Services {
   accounts: AccountService;
   plans: PlanService;
   files: FileService;
+  links: LinkService;
   resumable: ResumableUploads;
   accountSlots: AccountSlots;
   webhooks: WebhookEndpoints;
@@ -218,6 +220,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const pending = new PendingObjects(db.prisma, quota);
   const live = await liveDownloads(config, logger, db, redis, closers);
   const files = new FileService({ prisma: db.prisma, store, quota, pending, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs, live });
+  const links = new LinkService({ prisma: db.prisma, store, live, offload: config.s3?.presign && { seconds: config.s3.presign.seconds } });
   // A release request (newest tus request wins) reaches the instance holding the lease through Redis, else PostgreSQL.
   const onRelease = (id: string) => resumable.leases.requestRelease(id);
   const releases: ReleaseCarrier | undefined = redis
@@ -262,7 +265,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   });
   relay.start();
   closers.add('webhook relay', () => relay.close());
-  return { accounts, plans, files, resumable, accountSlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
+  return { accounts, plans, files, links, resumable, accountSlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
 }
 
 /**
@@ -295,6 +298,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
   const app = createApp({
     accounts: services.accounts,
     files: services.files,
+    links: services.links,
     resumable: services.resumable,
     webhooks: services.webhooks,
     uploadGate: tools.uploadGate,

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AccountService } from '../accounts/service.js';
 import { AppError, badRequest } from '../errors.js';
 import type { FileService } from '../files/service.js';
+import type { LinkService } from '../links/service.js';
 import type { UploadGate } from '../files/upload-gate.js';
 import { enterUpload, type AccountSlots } from '../files/account-slots.js';
 import { fileErrors } from '../files/errors.js';
@@ -25,6 +26,7 @@ import { webhookRoutes } from './webhook-routes.js';
 export interface ApiDeps {
   accounts: AccountService;
   files: FileService;
+  links: LinkService;
   uploadGate: UploadGate;
   /** The plan's concurrent_uploads, per account. */
   accountSlots: AccountSlots;
@@ -52,7 +54,7 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks }: ApiDeps) {
+export function apiRoutes({ accounts, files, links, uploadGate, accountSlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
@@ -91,7 +93,7 @@ export function apiRoutes({ accounts, files, uploadGate, accountSlots, bodyRate,
     }
   }
 
-  linkRoutes(router, guard, { files, publicUrl, parseFileId });
+  linkRoutes(router, guard, { links, publicUrl, parseFileId });
 
   if (webhooks) webhookRoutes(router, guard, { webhooks });
 

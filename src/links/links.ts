@@ -12,7 +12,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileEventSql, linkExhaustedSql } from '../webhooks/events.js';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
-import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';
+import { fromFileColumns, type FileColumns, type FileRecord } from '../files/record.js';
 
 /** Opaque, URL-safe public link token: 128 random bits. */
 export const newLinkToken = () => randomBytes(16).toString('base64url');
