@@ -5,7 +5,7 @@ import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo,
 import { describeS3Error } from './s3-errors.js';
 import { s3Presigner } from './s3-presign.js';
 import { DeadlineHttpHandler } from './s3-handler.js';
-import { DEFAULT_DEADLINES, idleBounded, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
+import { DEFAULT_DEADLINES, idleTimed, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
 import { ensureUploadExpiry, type UploadExpiry } from './s3-lifecycle.js';
 import { abortParts, deleteObject, isMissing, objectSize, SharedPartBuffers } from './s3-parts.js';
 import { S3_LIMITS, uploadStream } from './s3-upload.js';
@@ -209,7 +209,10 @@ export class S3ObjectStore implements ObjectStore {
       const res = await this.client.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
       );
-      const body = Readable.from(idleBounded(res.Body as Readable, 'get_object', this.deadlines.readIdleMs, this.hooks.observe), { objectMode: false });
+      // The SDK's own stream, watched for silence: wrapping it in an async
+      // generator (idleBounded) cost a promise, a timer and a Readable.from
+      // hop per chunk (see docs/performance.md, downloads).
+      const body = idleTimed(res.Body as Readable, 'get_object', this.deadlines.readIdleMs, this.hooks.observe);
       if (!range) return body;
       // A server may send more than asked (HTTP lets it ignore Range; s3rver
       // answers bytes=0-0 with the whole object): cut the range out ourselves.
