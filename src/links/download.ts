@@ -49,8 +49,6 @@ export interface DownloadGrant {
   readonly maxDownloads?: number;
   /** When the first of the link and its file expires; absent: never. */
   readonly expiresAt?: Date;
-  /** When the grant was given (the clock of authorise). */
-  readonly at: Date;
 }
 
 export interface OpenedDownload {
@@ -91,15 +89,15 @@ export class Downloads {
     const resolved = await this.links.resolve(token);
     if (!resolved) return undefined;
     const { link, file } = resolved;
-    const at = this.clock();
+    const now = this.clock();
     // The file's expiry ends every link to it, until the sweeper deletes it.
-    if ((link.expiresAt && link.expiresAt <= at) || (file.expiresAt && file.expiresAt <= at)) throw linkErrors.expired();
+    if ((link.expiresAt && link.expiresAt <= now) || (file.expiresAt && file.expiresAt <= now)) throw linkErrors.expired();
     await this.checkPassword(link.id, link.passwordHash, credentials);
     const budget = link.maxDownloads === undefined ? undefined : budgetOf(link.maxDownloads, file.size);
     if (budget !== undefined && link.bytesServed >= budget) throw linkErrors.exhausted(link.maxDownloads!);
     const ends = [link.expiresAt, file.expiresAt ?? undefined].filter((d): d is Date => d !== undefined);
     const expiresAt = ends.length ? new Date(Math.min(...ends.map((d) => d.getTime()))) : undefined;
-    return { file, linkId: link.id, budget, maxDownloads: link.maxDownloads, expiresAt, at };
+    return { file, linkId: link.id, budget, maxDownloads: link.maxDownloads, expiresAt };
   }
 
   /**

@@ -170,6 +170,22 @@ for (const backend of backends) {
       expect((await call(t.url(`/api/v1/files/${file.id}`), { key })).body.file.download_count).to.equal(1);
     });
 
+    it('when a limited link is authorised, then nothing is reserved until open; when it is revoked between the two, then open finds it gone and reserves nothing', async () => {
+      const file = await newFile('0123456789');
+      const link = (await links.create(accountId, file.id, { maxDownloads: 1 }))!;
+      const served = async () => (await prisma.link.findUnique({ where: { id: link.id }, select: { bytesServed: true } }))?.bytesServed;
+      const grant = (await service.downloads.authorise(link.token))!;
+      expect(grant).to.include({ linkId: link.id, budget: 10, maxDownloads: 1 });
+      expect(await served(), 'after authorise').to.equal(0n);
+      const opened = (await service.downloads.open(grant, { start: 2, end: 5 }))!;
+      expect(await served(), 'after open of 4 bytes').to.equal(4n);
+      expect(await text(opened.body)).to.equal('2345');
+      await opened.settle(4);
+      const stale = (await service.downloads.authorise(link.token))!;
+      await service.revoke(accountId, file.id, link.id);
+      expect(await service.downloads.open(stale)).to.equal(undefined);
+    });
+
     it('when a link has expired, then opening it is link_expired, HEAD included', async () => {
       const file = await newFile();
       const past = (await links.create(accountId, file.id, { expiresAt: new Date(Date.now() - 1000) }))!;
