@@ -3,8 +3,8 @@ import type { Context } from 'koa';
 import parseRange from 'range-parser';
 import { AppError } from '../errors.js';
 import { fileErrors } from '../files/errors.js';
-import type { FileRecord } from '../files/record.js';
 import type { DownloadGrant, Downloads } from '../links/download.js';
+import type { LinkedFile } from '../links/links.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { ByteRange } from '../storage/object-store.js';
 import type { Metrics } from '../metrics.js';
@@ -43,7 +43,7 @@ function clampSuffixes(header: string, size: number): string {
 }
 
 /** The single range to serve, `undefined` for the whole file; throws 416 for a range that cannot be served. */
-function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange | undefined {
+function requestedRange(ctx: Context, file: LinkedFile, etag: string): ByteRange | undefined {
   const header = ctx.get('Range');
   if (!header) return undefined;
   // A client that asks for part of an older version gets the whole new one.
@@ -97,7 +97,7 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
   }
 
   /** Headers of the file, and what of it to send: undefined for no body (HEAD, or a fresh cache), else the range (none: the whole file). */
-  function describe(ctx: Context, file: FileRecord): { range?: ByteRange } | undefined {
+  function describe(ctx: Context, file: LinkedFile): { range?: ByteRange } | undefined {
     const etag = `"${file.sha256}"`;
     ctx.set({
       'Content-Disposition': attachment(file.filename),

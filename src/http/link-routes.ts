@@ -4,6 +4,7 @@ import { bodyParser } from '@koa/bodyparser';
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { badRequest } from '../errors.js';
+import { fileErrors } from '../files/errors.js';
 import { OPTION_NAMES, isOptionName, linkRulesOf, parseUploadOptions } from '../files/upload-options.js';
 import type { LinkService } from '../links/service.js';
 import type { AuthState } from './auth.js';
@@ -35,6 +36,7 @@ const jsonBody: Middleware = bodyParser({
 export function linkRoutes(router: Router<AuthState>, guard: Middleware, { links: service, publicUrl, parseFileId }: LinkRouteDeps): void {
   router.get('/files/:id/links', guard, async (ctx) => {
     const links = await service.list(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
+    if (!links) throw fileErrors.notFound();
     ctx.body = { success: true, links: links.map((link) => presentLink(link, publicUrl)) };
   });
 
@@ -44,6 +46,7 @@ export function linkRoutes(router: Router<AuthState>, guard: Middleware, { links
     // expires_in counts from now; the password is hashed before the link is written.
     const now = new Date();
     const link = await service.create(ctx.state.caller.accountId, fileId, await linkRulesOf(linkOptions(ctx.request.body ?? {}), now), now);
+    if (!link) throw fileErrors.notFound();
     ctx.status = 201;
     ctx.body = { success: true, link: presentLink(link, publicUrl) };
   });

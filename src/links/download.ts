@@ -9,11 +9,10 @@
 // Between the two, HTTP decides from the grant's file what to send (headers,
 // 304, HEAD, the range) without anything reserved or opened.
 import type { Readable } from 'node:stream';
-import type { FileRecord } from '../files/record.js';
 import type { ByteRange, ObjectStore } from '../storage/object-store.js';
 import { linkErrors } from './errors.js';
 import { verifiedLately, verifyPassword } from './link-password.js';
-import { budgetOf, chargeOf, slackOf, type FileLinks } from './links.js';
+import { budgetOf, chargeOf, slackOf, type FileLinks, type LinkedFile } from './links.js';
 import type { LiveDownloads } from './live-downloads.js';
 
 /** How a password check went: a right one, or one never checked (refused before, or failed), is given back. */
@@ -42,7 +41,7 @@ export interface DownloadCredentials {
 
 /** Leave to download a file through one link, as checked at one moment: what open() and handOut() take. */
 export interface DownloadGrant {
-  readonly file: FileRecord;
+  readonly file: LinkedFile;
   readonly linkId: string;
   /** The link's byte budget (max_downloads x size); absent for an unlimited link. */
   readonly budget?: number;

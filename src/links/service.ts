@@ -1,7 +1,6 @@
 // The links component as the routes see it: a file's links (list, create,
 // revoke) and downloads through them (download.ts). Built once by the
 // composition root.
-import { fileErrors } from '../files/errors.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { Downloads, type OffloadOptions } from './download.js';
@@ -31,18 +30,14 @@ export class LinkService {
     this.downloads = new Downloads(this.links, options.store, undefined, options.live, options.offload);
   }
 
-  /** The links of the account's file, the primary first (404 file_not_found for no such file). */
-  async list(accountId: number, fileId: number): Promise<LinkRecord[]> {
-    const links = await this.links.list(accountId, fileId);
-    if (!links) throw fileErrors.notFound();
-    return links;
+  /** The links of the account's file, the primary first; undefined for no such file (the route's 404 file_not_found). */
+  list(accountId: number, fileId: number): Promise<LinkRecord[] | undefined> {
+    return this.links.list(accountId, fileId);
   }
 
-  /** A new link to the account's file with `rules` (the password already hashed: upload-options.ts's linkRulesOf). */
-  async create(accountId: number, fileId: number, rules: LinkRules, now = new Date()): Promise<LinkRecord> {
-    const link = await this.links.create(accountId, fileId, rules, now);
-    if (!link) throw fileErrors.notFound();
-    return link;
+  /** A new link to the account's file with `rules` (the password already hashed: upload-options.ts's linkRulesOf); undefined for no such file. */
+  create(accountId: number, fileId: number, rules: LinkRules, now = new Date()): Promise<LinkRecord | undefined> {
+    return this.links.create(accountId, fileId, rules, now);
   }
 
   /**
