@@ -9,6 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { chromium } from 'playwright-core';
@@ -19,6 +20,7 @@ import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const run = promisify(execFile);
+const bin = fileURLToPath(new URL('../../bin/dropstream.js', import.meta.url));
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 const NAME = 'résumé – final.pdf';
 
@@ -144,6 +146,19 @@ describe('downloads offloaded to the store (S3_PRESIGNED_DOWNLOADS)', function (
       expect(stderr).to.match(/X-Amz-Signature=/);
       expect(await readdir(dir)).to.deep.equal([NAME]);
       expect(sha(await readFile(join(dir, NAME)))).to.equal(sha(content));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('when `dropstream download` fetches the link, then it follows the redirect (without the password) and saves the exact name and bytes', async () => {
+    const file = await uploadWith({ password: 'cli secret' });
+    const dir = await mkdtemp(join(tmpdir(), 'dropstream-offload-cli-'));
+    try {
+      const { stdout } = await run(process.execPath, [bin, 'download', file.link, '--password', 'cli secret'], { cwd: dir });
+      expect(stdout.trim()).to.equal(join(dir, NAME));
+      expect(sha(await readFile(join(dir, NAME)))).to.equal(sha(content));
+      expect(await downloads(file.file_id)).to.equal(1);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
