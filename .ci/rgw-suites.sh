@@ -108,6 +108,7 @@ run_suites s3-suites \
   test/faults/abort-failure.test.ts \
   test/faults/stray-uploads.test.ts \
   test/http/download-count.test.ts \
+  test/http/download-offload.test.ts \
   test/http/tus.test.ts \
   test/http/tus-client.test.ts \
   test/http/tus-sweep.test.ts \

@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only uploads,resumable,concurrency,downloads,local-downloads,metadata,knobs]
+// `npm run bench [-- --quick] [--only uploads,resumable,concurrency,downloads,metadata,knobs]
 //                [--reps N] [--sizes 64,1024] [--parties dropstream,direct]
 //                [--profile] [--out DIR]`
 //
@@ -26,14 +26,13 @@ import { startS3rver } from './lib/servers.js';
 import { concurrency } from './scenarios/concurrency.js';
 import { downloads } from './scenarios/downloads.js';
 import { knobs } from './scenarios/knobs.js';
-import { localDownloads } from './scenarios/local-downloads.js';
 import { metadata } from './scenarios/metadata.js';
 import { resumable } from './scenarios/resumable.js';
 import { soak } from './scenarios/soak.js';
 import { uploads } from './scenarios/uploads.js';
 
 const exec = promisify(execFile);
-const SCENARIOS = { uploads, resumable, concurrency, downloads, 'local-downloads': localDownloads, metadata, knobs, soak } as const;
+const SCENARIOS = { uploads, resumable, concurrency, downloads, metadata, knobs, soak } as const;
 type ScenarioName = keyof typeof SCENARIOS;
 
 const { values } = parseArgs({

@@ -7,6 +7,7 @@ import type { AccountService } from './accounts/service.js';
 import { badRequest } from './errors.js';
 import type { FileService } from './files/service.js';
 import type { PlainUploads } from './uploads/service.js';
+import type { LinkService } from './links/service.js';
 import type { GcResult } from './http/admin-routes.js';
 import type { ResumableUploads } from './tus/uploads.js';
 import type { UploadGate } from './limits/upload-gate.js';
@@ -34,6 +35,8 @@ export interface AppDeps {
   accounts: AccountService;
   files: FileService;
   uploads: PlainUploads;
+  /** Files' public links, and downloads through them. */
+  links: LinkService;
   /** Resumable uploads (tus) under /api/v1/uploads. */
   resumable?: ResumableUploads;
   /** The account's webhooks under /api/v1/webhooks. */
@@ -75,14 +78,14 @@ export type { Readiness } from './http/readiness.js';
 
 /** The public listener: the versioned API and download links. Does not listen. */
 export function createApp(deps: AppDeps): Koa {
-  const { accounts, files, uploadGate, requestLimits, authFailures, tokenFailures, metrics, logger, publicUrl } = deps;
+  const { accounts, files, links, uploadGate, requestLimits, authFailures, tokenFailures, metrics, logger, publicUrl } = deps;
   // Koa's own proxy setting stays off: clientAddress alone reads X-Forwarded-For.
   const app = new Koa();
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks });
-  const downloads = downloadRoutes({ files, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
+  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks });
+  const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',
     hops: deps.trustedProxyHops ?? 1,

@@ -81,6 +81,10 @@ const schema = z
     S3_PARTS_IN_FLIGHT: integer(1, 16).default(2),
     S3_SHARED_PART_BUFFERS: integer(0, 1024).default(4),
     S3_ABORT_INCOMPLETE_DAYS: integer(0, 3650).default(7),
+    S3_PRESIGNED_DOWNLOADS: flag.default(false),
+    S3_PUBLIC_ENDPOINT: urlSetting(['http', 'https'], 'https://files.example.com', true).optional(),
+    // SigV4 URLs live at most 7 days.
+    S3_PRESIGN_SECONDS: integer(1, 604_800).default(60),
     STORE_CALL_TIMEOUT: integer(1, 3600).default(10),
     STORE_MIN_RATE: integer(1024, 10 * 1024 * MiB, 'must be bytes per second from 1024').default(512 * 1024),
     STORE_READ_IDLE_TIMEOUT: integer(1, 3600).default(30),
@@ -156,6 +160,10 @@ const schema = z
     // Explicit beats implicit, but not silently: objects would go to DATA_DIR while the operator set up a bucket.
     if (env.STORE === 'local' && env.S3_BUCKET) {
       ctx.addIssue({ code: 'custom', path: ['STORE'], message: 'is local but S3_BUCKET is set: unset S3_BUCKET (and the other S3_ settings), or set STORE=s3' });
+    }
+    // Only S3 can serve the bytes itself; on the local store the setting would do nothing, silently.
+    if (env.S3_PRESIGNED_DOWNLOADS && !env.S3_BUCKET) {
+      ctx.addIssue({ code: 'custom', path: ['S3_PRESIGNED_DOWNLOADS'], message: 'is true but the store is local: presigned downloads need the S3 store (set S3_BUCKET), or unset it' });
     }
     // The bucket's lifecycle rule aborts a multipart upload that many days
     // after it began, however recently it was written to: a resumable upload
@@ -279,6 +287,8 @@ const schema = z
           sharedPartBuffers: env.S3_SHARED_PART_BUFFERS,
           /** Days after which the bucket's lifecycle rule aborts incomplete multipart uploads; 0 leaves the bucket's rules alone. */
           abortIncompleteDays: env.S3_ABORT_INCOMPLETE_DAYS,
+          /** Downloads handed to the store as presigned URLs (S3_PRESIGNED_DOWNLOADS), signed for the public endpoint, living `seconds` at most. */
+          presign: env.S3_PRESIGNED_DOWNLOADS ? { publicEndpoint: env.S3_PUBLIC_ENDPOINT ?? env.S3_ENDPOINT, seconds: env.S3_PRESIGN_SECONDS } : undefined,
         }
       : undefined,
   }));

@@ -21,7 +21,8 @@ import { openReadyDatabase } from './db/open.js';
 import { recountFiles } from './files/file-rows.js';
 import { UploadLedger } from './ledger/ledger.js';
 import { postgresCarrier, redisCarrier, type ReleaseCarrier } from './files/lease-release.js';
-import { LiveDownloads } from './files/live-downloads.js';
+import { LiveDownloads } from './links/live-downloads.js';
+import { LinkService } from './links/service.js';
 import { ResumableRecords } from './tus/records.js';
 import { ResumableUploads } from './tus/uploads.js';
 import { UploadLocker } from './tus/locker.js';
@@ -202,6 +203,7 @@ interface Services {
   files: FileService;
   uploads: PlainUploads;
   ledger: UploadLedger;
+  links: LinkService;
   resumable: ResumableUploads;
   concurrencySlots: ConcurrencySlots;
   webhooks: WebhookEndpoints;
@@ -226,6 +228,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const ledger = new UploadLedger(db.prisma);
   const live = await liveDownloads(config, logger, db, redis, closers);
   const files = new FileService({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, live });
+  const links = new LinkService({ prisma: db.prisma, store, live, offload: config.s3?.presign && { seconds: config.s3.presign.seconds } });
   const uploads = new PlainUploads({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs });
   // tus: the uploads' rows and their locker over the same ledger. A release
   // request (newest tus request wins) reaches the instance holding the lock
@@ -284,7 +287,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   });
   relay.start();
   closers.add('webhook relay', () => relay.close());
-  return { accounts, plans, files, uploads, ledger, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
+  return { accounts, plans, files, uploads, ledger, links, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
 }
 
 /**
@@ -318,6 +321,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     accounts: services.accounts,
     files: services.files,
     uploads: services.uploads,
+    links: services.links,
     resumable: services.resumable,
     webhooks: services.webhooks,
     uploadGate: tools.uploadGate,

@@ -175,6 +175,23 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ STORE: 'disk' })).to.throw(ConfigError, /STORE/);
   });
 
+  it('when S3_PRESIGNED_DOWNLOADS is set, then S3 signs for S3_PUBLIC_ENDPOINT (default S3_ENDPOINT) for S3_PRESIGN_SECONDS (default 60); on the local store it is refused in one line', () => {
+    expect(loadConfig({ S3_BUCKET: 'uploads' }).s3?.presign, 'off by default').to.equal(undefined);
+    expect(loadConfig({ S3_BUCKET: 'uploads', S3_ENDPOINT: 'http://minio:9000', S3_PRESIGNED_DOWNLOADS: 'true' }).s3?.presign).to.deep.equal({ publicEndpoint: 'http://minio:9000', seconds: 60 });
+    const env = { S3_BUCKET: 'uploads', S3_ENDPOINT: 'http://minio:9000', S3_PRESIGNED_DOWNLOADS: 'true', S3_PUBLIC_ENDPOINT: 'https://files.example.com', S3_PRESIGN_SECONDS: '300' };
+    expect(loadConfig(env).s3?.presign).to.deep.equal({ publicEndpoint: 'https://files.example.com', seconds: 300 });
+    expect(() => loadConfig({ ...env, S3_PRESIGN_SECONDS: '0' })).to.throw(ConfigError, /S3_PRESIGN_SECONDS/);
+    expect(() => loadConfig({ ...env, S3_PUBLIC_ENDPOINT: 'files.example.com' })).to.throw(ConfigError, /S3_PUBLIC_ENDPOINT/);
+    let message = '';
+    try {
+      loadConfig({ S3_PRESIGNED_DOWNLOADS: 'true' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).to.match(/S3_PRESIGNED_DOWNLOADS: is true but the store is local/);
+    expect(message.trim().split('\n')).to.have.length(1);
+  });
+
   it('when a secret is still the .env.example placeholder, then the configuration is refused naming it (issue 21)', () => {
     expect(() => loadConfig({ S3_BUCKET: 'b', S3_ACCESS_KEY_ID: 'app', S3_SECRET_ACCESS_KEY: 'change-me-minio-app-secret' })).to.throw(ConfigError, /S3_SECRET_ACCESS_KEY: is still the .env.example placeholder/);
     expect(() => loadConfig({ ADMIN_TOKEN: 'change-me-admin-token-0123456789abcdef' })).to.throw(ConfigError, /ADMIN_TOKEN: is still the .env.example placeholder/);
@@ -208,6 +225,9 @@ describe('loadConfig', () => {
       'S3_PARTS_IN_FLIGHT',
       'S3_SHARED_PART_BUFFERS',
       'S3_ABORT_INCOMPLETE_DAYS',
+      'S3_PRESIGNED_DOWNLOADS',
+      'S3_PUBLIC_ENDPOINT',
+      'S3_PRESIGN_SECONDS',
       'UPLOAD_CONCURRENCY',
     ]);
     for (const name of configVariables) expect(name).to.match(/^[A-Z][A-Z0-9_]*$/);

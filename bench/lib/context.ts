@@ -38,10 +38,10 @@ export async function startOurs(
   scenario: string,
   store: 's3' | 'local',
   extra: { env?: Record<string, string>; nodeFlags?: string[] } = {},
-): Promise<Dropstream> {
+): Promise<Dropstream & { dataDir: string }> {
   const dataDir = join(b.workDir, `dropstream-${++servers}`);
   await mkdir(dataDir, { recursive: true });
-  return startDropstream({
+  const started = await startDropstream({
     name: `dropstream-${scenario}-${store}`,
     databaseUrl: b.db.url,
     dataDir,
@@ -50,6 +50,7 @@ export async function startOurs(
     nodeFlags: [...b.serverFlags(`${scenario}-${store}`), ...(extra.nodeFlags ?? [])],
     env: { ...b.serverEnv, ...extra.env },
   });
+  return { ...started, dataDir };
 }
 
 /** One side of a comparison: medians and every sample. */

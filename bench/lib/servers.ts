@@ -40,6 +40,9 @@ export const startMulter = (endpoint: string, bucket: string) => startServer('mu
 /** A bare node:http server piping GetObject of GET /<key> to the response (bench/procs/download-proxy.ts). */
 export const startDownloadProxy = (endpoint: string, bucket: string) => startServer('download-proxy', 'download-proxy', [JSON.stringify({ endpoint, bucket })]);
 
+/** A bare node:http server piping fs.createReadStream to the response (bench/procs/download-file.ts): the local store's floor. */
+export const startDownloadFile = (root: string) => startServer('download-file', 'download-file', [JSON.stringify({ root })]);
+
 /** The bare Koa handler serving canned responses (a JSON file of url -> body). */
 export const startBareKoa = (responsesFile: string) => startServer('bare-koa', 'bare-koa', [responsesFile]);
 
@@ -50,5 +53,3 @@ export const startCeiling = (spec: { databaseUrl: string; redisUrl: string; keyP
 /** The local uploads' limit: node:http + busboy into files in `dir` (bench/procs/busboy-file-server.ts). */
 export const startBusboyFile = (dir: string) => startServer('busboy-file-server', 'busboy-file-server', [JSON.stringify({ dir })]);
 
-/** The local downloads' limit: fs.createReadStream of `<dir>/<name>` to the response (bench/procs/file-download-server.ts). */
-export const startFileDownload = (dir: string) => startServer('file-download-server', 'file-download-server', [JSON.stringify({ dir })]);

@@ -1,5 +1,6 @@
 // Downloads in a process of its own, reading and discarding the bytes:
-//   http: GET a URL (our /download/<token> link), whole or by ranges;
+//   http: GET a URL (our /download/<token> link), whole or by ranges; with
+//         `follow`, a 302 is followed (to the store, for an offloaded link);
 //   s3:   GetObjectCommand of the same object, straight from s3rver.
 // `ranges` (inclusive [start, end] pairs) are fetched one after another on
 // one kept-alive connection; without it, `repeat` whole downloads.
@@ -18,6 +19,8 @@ interface Spec {
   key?: string;
   ranges?: [number, number][];
   repeat?: number;
+  /** Follow a 302 (an offloaded download: the presigned URL of the store), as curl -L does. */
+  follow?: boolean;
 }
 const spec = JSON.parse(process.argv[2]!) as Spec;
 
@@ -28,10 +31,17 @@ async function drain(body: Readable): Promise<number> {
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-function httpGet(range?: [number, number]): Promise<{ status: number; bytes: number }> {
+/** The redirects' targets (another host: the store) get a kept-alive connection of their own, as curl -L keeps one per host. */
+const storeAgent = new Agent({ keepAlive: true, maxSockets: 1 });
+function httpGet(range?: [number, number], url = spec.url!, via = agent): Promise<{ status: number; bytes: number }> {
   return new Promise((resolve, reject) => {
     const headers = range ? { Range: `bytes=${range[0]}-${range[1]}` } : {};
-    get(spec.url!, { agent, headers }, (res) => {
+    get(url, { agent: via, headers }, (res) => {
+      const location = res.headers.location;
+      if (spec.follow && res.statusCode === 302 && location) {
+        drain(res).then(() => httpGet(range, new URL(location, url).toString(), storeAgent).then(resolve, reject), reject);
+        return;
+      }
       drain(res).then((bytes) => resolve({ status: res.statusCode!, bytes }), reject);
     }).on('error', reject);
   });
@@ -63,5 +73,6 @@ for (const range of requests) {
 }
 const wall = Number(process.hrtime.bigint() - started) / 1e9;
 agent.destroy();
+storeAgent.destroy();
 s3?.destroy();
 console.log(JSON.stringify({ bytes, wall, latencies_ms: latencies, statuses: [...statuses], ...(await selfAccounting(cpu)) }));

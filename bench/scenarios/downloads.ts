@@ -1,20 +1,30 @@
-// Scenario 3: downloads of one object our service stored in s3rver, through
-// our public link, through a bare proxy (bench/procs/download-proxy.ts: the
-// cost of the extra hop alone) and by a direct GetObject of the same key
-// from s3rver.
-//   whole:  the object at once (1 GiB; 64 MiB with --quick);
-//   ranged: 64 requests of 1 MiB at offsets spread over the object, one
-//           after another on one kept-alive connection.
+// Scenario 3: downloads of one object our service stored, through our public
+// link and through the floor of one hop, in one run so the ratios share the
+// machine's load:
+//   S3 (s3rver): ours proxied; ours with S3_PRESIGNED_DOWNLOADS (the client
+//     follows the 302 to the store, as curl -L does); a bare proxy
+//     (bench/procs/download-proxy.ts: GetObject piped to the response); a
+//     direct GetObject from s3rver;
+//   local store: ours; a bare fs.createReadStream -> res server
+//     (bench/procs/download-file.ts) reading the same file.
+// Cases: whole (the object at once: 1 GiB; 64 MiB with --quick); ranged (64
+// requests of 1 MiB at offsets spread over the object, one after another on
+// one kept-alive connection).
+// Server CPU per byte is the server's CPU seconds per GB delivered.
+import { join } from 'node:path';
 import pg from 'pg';
 import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
-import { auth } from '../lib/dropstream.js';
+import { auth, type Dropstream } from '../lib/dropstream.js';
 import { alternate, mbPerSecond, median, round, watch } from '../lib/measure.js';
 import { MiB, run } from '../lib/proc.js';
-import { procScript, startDownloadProxy } from '../lib/servers.js';
+import { procScript, startDownloadFile, startDownloadProxy } from '../lib/servers.js';
 
 const OURS = 'dropstream /download';
+const OFFLOAD = 'dropstream /download, presigned (302 followed)';
 const PROXY = 'bare node:http proxy';
 const DIRECT = 'direct GetObject';
+const OURS_LOCAL = 'dropstream /download (local store)';
+const FILE = 'bare fs.createReadStream -> res';
 const RANGES = 64;
 
 interface DownloadResult {
@@ -23,6 +33,12 @@ interface DownloadResult {
   latencies_ms: number[];
   statuses: number[];
   cpu_s: number;
+}
+
+interface Party {
+  spec: Record<string, unknown>;
+  /** The server's pid, when the party has one. */
+  pid?: number;
 }
 
 async function storageKey(databaseUrl: string, linkToken: string): Promise<string> {
@@ -36,63 +52,107 @@ async function storageKey(databaseUrl: string, linkToken: string): Promise<strin
   }
 }
 
+/** Uploads `size` bytes to `server`; its link's URL on that server and its storage key. */
+async function uploadOne(b: Bench, server: Dropstream, size: number): Promise<{ url: string; key: string; path: string }> {
+  const uploaded = await run<{ uploads: { status: number; body: string }[] }>({
+    name: 'upload-client',
+    args: [procScript('upload-client'), JSON.stringify({ mode: 'multipart', url: `${server.url}/api/v1/files/upload`, headers: auth(server), size, count: 1 })],
+  });
+  const link = JSON.parse(uploaded.uploads[0]!.body).public_link as string;
+  const path = new URL(link).pathname;
+  return { url: `${server.url}${path}`, path, key: await storageKey(b.db.url, path.split('/').pop()!) };
+}
+
+const cpuPerGb = (cpuPct: number, mbS: number) => (mbS > 0 ? round(cpuPct / 100 / (mbS / 1000), 3) : 0);
+
+/** Runs `parties` alternately, whole and ranged, and compares the first (ours) with `floor` (and `direct`, when given). */
+async function compare(b: Bench, log: (s: string) => void, store: string, size: number, parties: Record<string, Party>, floor: string, direct?: string): Promise<Comparison[]> {
+  const labels = Object.keys(parties);
+  const ranges: [number, number][] = Array.from({ length: RANGES }, (_, i) => {
+    const start = Math.floor((i * (size - MiB)) / (RANGES - 1));
+    return [start, start + MiB - 1];
+  });
+  const out: Comparison[] = [];
+  for (const kind of ['whole', 'ranged'] as const) {
+    const reps = b.reps ?? (b.quick ? 2 : 3);
+    const expected = kind === 'whole' ? size : RANGES * MiB;
+    const results = await alternate(labels, reps, async (label, rep) => {
+      const { spec, pid } = parties[label]!;
+      const { result, watch: w } = await watch({ ...(pid ? { server: pid } : {}), ...(store === 's3' ? { s3rver: b.s3.s3rverPid } : {}) }, () =>
+        run<DownloadResult>({ name: 'download-client', args: [procScript('download-client'), JSON.stringify({ ...spec, ...(kind === 'ranged' ? { ranges } : {}) })] }),
+      );
+      if (result.bytes !== expected) throw new Error(`${label} ${kind}: got ${result.bytes} bytes, expected ${expected} (statuses ${result.statuses})`);
+      const mbS = mbPerSecond(result.bytes, result.wall);
+      const s = {
+        mb_s: mbS,
+        median_ms: round(median(result.latencies_ms), 1),
+        server_peak_rss_mib: pid ? w.peakRssMib.server! : 0,
+        server_cpu_pct: pid ? w.cpuPct.server! : 0,
+        server_cpu_s_per_gb: pid ? cpuPerGb(w.cpuPct.server!, mbS) : 0,
+        s3rver_cpu_pct: store === 's3' ? w.cpuPct.s3rver! : 0,
+        client_cpu_pct: round((result.cpu_s / result.wall) * 100, 0),
+        machine_cpu_pct: w.machinePct,
+      };
+      log(`  ${store} ${kind} #${rep + 1} ${label}: ${s.mb_s} MB/s, median ${s.median_ms} ms, server CPU ${s.server_cpu_pct}% (${s.server_cpu_s_per_gb} s/GB)`);
+      return s;
+    });
+    const sides = labels.map((label) => side(label, results[label]!));
+    const by = (label: string) => sides[labels.indexOf(label)]!.median;
+    const ours = by(labels[0]!);
+    const what = `${store}, ${kind === 'whole' ? `${size / MiB} MiB whole` : `${RANGES} x 1 MiB ranges of ${size / MiB} MiB`}`;
+    const ratios: Record<string, number> = {
+      [`MB/s vs ${floor}`]: ratio(ours.mb_s!, by(floor).mb_s!),
+      [`server CPU per byte vs ${floor}`]: ratio(ours.server_cpu_s_per_gb!, by(floor).server_cpu_s_per_gb!),
+    };
+    if (direct) {
+      ratios[`MB/s vs ${direct}`] = ratio(ours.mb_s!, by(direct).mb_s!);
+      ratios[`${floor} MB/s vs ${direct}`] = ratio(by(floor).mb_s!, by(direct).mb_s!);
+    }
+    if (parties[OFFLOAD]) ratios[`${OFFLOAD} MB/s vs ${direct}`] = ratio(by(OFFLOAD).mb_s!, by(direct!).mb_s!);
+    out.push({ scenario: 'downloads', case: what, reps, sides, ratios });
+  }
+  return out;
+}
+
 export async function downloads(b: Bench, log: (s: string) => void): Promise<Comparison[]> {
   const size = (b.quick ? 64 : 1024) * MiB;
-  const server = await startOurs(b, 'downloads', 's3');
-  const proxy = await startDownloadProxy(b.s3.endpoint, 'dropstream');
   const out: Comparison[] = [];
-  try {
-    const uploaded = await run<{ uploads: { status: number; body: string }[] }>({
-      name: 'upload-client',
-      args: [procScript('upload-client'), JSON.stringify({ mode: 'multipart', url: `${server.url}/api/v1/files/upload`, headers: auth(server), size, count: 1 })],
-    });
-    const link = JSON.parse(uploaded.uploads[0]!.body).public_link as string;
-    const url = `${server.url}${new URL(link).pathname}`;
-    const key = await storageKey(b.db.url, new URL(link).pathname.split('/').pop()!);
-    const ranges: [number, number][] = Array.from({ length: RANGES }, (_, i) => {
-      const start = Math.floor((i * (size - MiB)) / (RANGES - 1));
-      return [start, start + MiB - 1];
-    });
-    const specs = {
-      [OURS]: { mode: 'http', url },
-      [PROXY]: { mode: 'http', url: `${proxy.url}/${encodeURIComponent(key)}` },
-      [DIRECT]: { mode: 's3', endpoint: b.s3.endpoint, bucket: 'dropstream', key },
-    };
 
-    for (const kind of ['whole', 'ranged'] as const) {
-      const reps = b.reps ?? (b.quick ? 2 : 3);
-      const expected = kind === 'whole' ? size : RANGES * MiB;
-      const results = await alternate([OURS, PROXY, DIRECT], reps, async (label, rep) => {
-        const spec = { ...specs[label], ...(kind === 'ranged' ? { ranges } : {}) };
-        const pid = label === OURS ? server.proc.pid : label === PROXY ? proxy.proc.pid : undefined;
-        const { result, watch: w } = await watch({ ...(pid ? { server: pid } : {}), s3rver: b.s3.s3rverPid }, () =>
-          run<DownloadResult>({ name: 'download-client', args: [procScript('download-client'), JSON.stringify(spec)] }),
-        );
-        if (result.bytes !== expected) throw new Error(`${label} ${kind}: got ${result.bytes} bytes, expected ${expected} (statuses ${result.statuses})`);
-        const s = {
-          mb_s: mbPerSecond(result.bytes, result.wall),
-          median_ms: round(median(result.latencies_ms), 1),
-          server_peak_rss_mib: pid ? w.peakRssMib.server! : 0,
-          server_cpu_pct: pid ? w.cpuPct.server! : 0,
-          s3rver_cpu_pct: w.cpuPct.s3rver!,
-          client_cpu_pct: round((result.cpu_s / result.wall) * 100, 0),
-          machine_cpu_pct: w.machinePct,
-        };
-        log(`  ${kind} #${rep + 1} ${label}: ${s.mb_s} MB/s, median ${s.median_ms} ms, s3rver ${s.s3rver_cpu_pct}%`);
-        return s;
-      });
-      const sides = [side(OURS, results[OURS]), side(PROXY, results[PROXY]), side(DIRECT, results[DIRECT])];
-      const what = kind === 'whole' ? `${size / MiB} MiB whole` : `${RANGES} x 1 MiB ranges of ${size / MiB} MiB`;
-      out.push({ scenario: 'downloads', case: what, reps, sides, ratios: {
-          [`MB/s vs ${DIRECT}`]: ratio(sides[0]!.median.mb_s!, sides[2]!.median.mb_s!),
-          [`MB/s vs ${PROXY}`]: ratio(sides[0]!.median.mb_s!, sides[1]!.median.mb_s!),
-          [`${PROXY} MB/s vs ${DIRECT}`]: ratio(sides[1]!.median.mb_s!, sides[2]!.median.mb_s!),
-        },
-      });
-    }
+  // S3: ours proxied and offloaded share the database and the bucket, so one link serves both.
+  const server = await startOurs(b, 'downloads', 's3');
+  const offloading = await startOurs(b, 'downloads-offload', 's3', { env: { S3_PRESIGNED_DOWNLOADS: 'true' } });
+  const proxy = await startDownloadProxy(b.s3.endpoint, 'dropstream');
+  try {
+    const file = await uploadOne(b, server, size);
+    out.push(
+      ...(await compare(b, log, 's3', size, {
+        [OURS]: { spec: { mode: 'http', url: file.url }, pid: server.proc.pid },
+        [OFFLOAD]: { spec: { mode: 'http', url: `${offloading.url}${file.path}`, follow: true }, pid: offloading.proc.pid },
+        [PROXY]: { spec: { mode: 'http', url: `${proxy.url}/${encodeURIComponent(file.key)}` }, pid: proxy.proc.pid },
+        [DIRECT]: { spec: { mode: 's3', endpoint: b.s3.endpoint, bucket: 'dropstream', key: file.key } },
+      }, PROXY, DIRECT)),
+    );
   } finally {
     await proxy.proc.stop();
+    await offloading.proc.stop();
     await server.proc.stop();
+  }
+
+  // The local store: ours against a bare file server reading the same file.
+  const local = await startOurs(b, 'downloads', 'local');
+  let bare: Awaited<ReturnType<typeof startDownloadFile>> | undefined;
+  try {
+    const file = await uploadOne(b, local, size);
+    bare = await startDownloadFile(join(local.dataDir, 'objects'));
+    out.push(
+      ...(await compare(b, log, 'local', size, {
+        [OURS_LOCAL]: { spec: { mode: 'http', url: file.url }, pid: local.proc.pid },
+        [FILE]: { spec: { mode: 'http', url: `${bare.url}/${encodeURIComponent(file.key)}` }, pid: bare.proc.pid },
+      }, FILE)),
+    );
+  } finally {
+    await bare?.proc.stop();
+    await local.proc.stop();
   }
   return out;
 }

@@ -110,8 +110,11 @@ async function namedDestination(output: string | undefined, force: boolean): Pro
   return dest;
 }
 
-/** GETs the link: the response when it is 200, else the error it carries. */
-async function requestLink(url: URL, password: string | undefined): Promise<IncomingMessage> {
+/** Redirects followed at most: a server that offloads downloads sends one (302 to the store's presigned URL). */
+const MAX_REDIRECTS = 3;
+
+/** GETs the link: the response when it is 200, else the error it carries. A 302 (S3_PRESIGNED_DOWNLOADS) is followed. */
+async function requestLink(url: URL, password: string | undefined, redirects = 0): Promise<IncomingMessage> {
   // Basic with an empty user name, as `curl -u :secret` sends it; a password in the link itself (http://:pw@host/...) works too (node sends it the same way).
   const headers = password === undefined ? undefined : { Authorization: `Basic ${Buffer.from(`:${password}`).toString('base64')}` };
   const req = startRequest(url, { method: 'GET', headers });
@@ -121,6 +124,13 @@ async function requestLink(url: URL, password: string | undefined): Promise<Inco
     res = await responseOf(req);
   } catch (err) {
     throw networkError(err, url);
+  }
+  const location = res.headers.location;
+  if ([301, 302, 303, 307, 308].includes(res.statusCode ?? 0) && location && redirects < MAX_REDIRECTS) {
+    res.resume();
+    const next = new URL(location, url);
+    // The password is for our server: a presigned URL needs none, and another origin must not see it.
+    return requestLink(next, next.origin === url.origin ? password : undefined, redirects + 1);
   }
   if (res.statusCode !== 200) throw responseError(res.statusCode ?? 0, await readBody(res).catch(() => ''));
   return res;

@@ -7,7 +7,7 @@
 // the whole of them.
 import { randomInt } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
-import { newLinkToken, primaryLinkSql, type LinkRules } from './links.js';
+import { newLinkToken, primaryLinkSql, type LinkRules } from '../links/links.js';
 import { claimForFileSql, queueRemovalsSql, storedFromReservationSql } from '../ledger/statements.js';
 import { after } from './upload-options.js';
 import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';

@@ -2,13 +2,9 @@ import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { UploadLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import { Downloads, type BodyChoice, type DownloadCredentials, type OpenedDownload } from './download.js';
-import { fileErrors, linkErrors } from './errors.js';
+import { fileErrors } from './errors.js';
 import { removeFileRow } from './file-rows.js';
-import { FileLinks, type LinkRecord, type Revocation } from './links.js';
-import type { LiveDownloads } from './live-downloads.js';
-import { linkRulesOf, type UploadOptions } from './upload-options.js';
-import { LISTED, toFileListing, type FileListing, type FileRecord } from './record.js';
+import { LISTED, toFileListing, type FileListing } from './record.js';
 
 export interface FileServiceOptions {
   prisma: PrismaClient;
@@ -17,22 +13,14 @@ export interface FileServiceOptions {
   ledger: UploadLedger;
   /** Called with errors of clean-up work that must not fail the request (removing an object). */
   onCleanupError: (err: unknown) => void;
-  /** Downloads in flight, ended when their link is revoked or their file deleted (on every instance). */
-  live?: LiveDownloads;
+  /** Told of a deleted file, so its downloads in flight end on every instance (src/links/live-downloads.ts). */
+  live?: { announce(ended: { file: number }): Promise<void> };
 }
-
-const LINK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const newestFirst = [{ createdAt: 'desc' as const }, { id: 'desc' as const }];
 
 export class FileService {
-  /** The files' public links (links.ts). */
-  readonly links: FileLinks;
-  private readonly downloads: Downloads;
-
   constructor(private readonly options: FileServiceOptions) {
-    this.links = new FileLinks(options.prisma);
-    this.downloads = new Downloads(this.links, options.store, undefined, options.live);
   }
 
   /**
@@ -80,44 +68,6 @@ export class FileService {
     } catch (err) {
       onCleanupError(err);
     }
-  }
-
-  /**
-   * A download through the link of `token` (download.ts): the link's rules
-   * checked, the body chosen by `choose` once the file is known, opened, and
-   * what to count when the response ends. Undefined for no such link.
-   */
-  openDownload(token: string, choose: (file: FileRecord) => BodyChoice, credentials?: DownloadCredentials): Promise<OpenedDownload | undefined> {
-    return this.downloads.open(token, choose, credentials);
-  }
-
-  /** The links of the account's file, the primary first (404 file_not_found for no such file). */
-  async listLinks(accountId: number, fileId: number): Promise<LinkRecord[]> {
-    const links = await this.links.list(accountId, fileId);
-    if (!links) throw fileErrors.notFound();
-    return links;
-  }
-
-  /** A new link to the account's file with `options` (expires_in from now; the password hashed). */
-  async createLink(accountId: number, fileId: number, options: UploadOptions): Promise<LinkRecord> {
-    const now = new Date();
-    const link = await this.links.create(accountId, fileId, await linkRulesOf(options, now), now);
-    if (!link) throw fileErrors.notFound();
-    return link;
-  }
-
-  /**
-   * Revokes a link of the account's file: its URL answers 404 at once, on
-   * every instance (links are read from the database on every download,
-   * never cached). Revoking the primary link rotates it (links.ts).
-   */
-  async revokeLink(accountId: number, fileId: number, linkId: string): Promise<Revocation> {
-    // Link ids are UUIDs; anything else names no link, and is not worth a query.
-    const outcome = LINK_ID.test(linkId) ? await this.links.revoke(accountId, fileId, linkId) : undefined;
-    if (!outcome) throw linkErrors.notFound();
-    // Its downloads in flight end too, on every instance (live-downloads.ts).
-    await this.options.live?.announce({ link: linkId });
-    return outcome;
   }
 
   /** The account's counters: one row by key (findUnique, so concurrent requests share a query). */

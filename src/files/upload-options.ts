@@ -4,8 +4,8 @@
 // Upload-Metadata, and as the JSON of POST /files/{id}/links; values are
 // strings from the first two and JSON values from the last, checked alike.
 import { badRequest } from '../errors.js';
-import { hashPassword } from './link-password.js';
-import type { LinkRules } from './links.js';
+import { hashPassword } from '../links/link-password.js';
+import type { LinkRules } from '../links/links.js';
 
 /** The options' names, as the client sends them. */
 export const OPTION_NAMES = ['expires_in', 'max_downloads', 'password'] as const;

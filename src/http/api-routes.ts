@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AccountService } from '../accounts/service.js';
 import { AppError, badRequest } from '../errors.js';
 import type { FileService } from '../files/service.js';
+import type { LinkService } from '../links/service.js';
 import type { PlainUploads } from '../uploads/service.js';
 import type { UploadGate } from '../limits/upload-gate.js';
 import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
@@ -27,6 +28,7 @@ export interface ApiDeps {
   accounts: AccountService;
   files: FileService;
   uploads: PlainUploads;
+  links: LinkService;
   uploadGate: UploadGate;
   /** The plan's concurrent_uploads, per account. */
   concurrencySlots: ConcurrencySlots;
@@ -54,7 +56,7 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks }: ApiDeps) {
+export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
@@ -93,7 +95,7 @@ export function apiRoutes({ accounts, files, uploads, uploadGate, concurrencySlo
     }
   }
 
-  linkRoutes(router, guard, { files, publicUrl, parseFileId });
+  linkRoutes(router, guard, { links, publicUrl, parseFileId });
 
   if (webhooks) webhookRoutes(router, guard, { webhooks });
 

@@ -2,10 +2,9 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import parseRange from 'range-parser';
 import { AppError } from '../errors.js';
-import type { BodyChoice } from '../files/download.js';
 import { fileErrors } from '../files/errors.js';
-import type { FileRecord } from '../files/record.js';
-import type { FileService } from '../files/service.js';
+import type { DownloadGrant, Downloads } from '../links/download.js';
+import type { LinkedFile } from '../links/links.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { ByteRange } from '../storage/object-store.js';
 import type { Metrics } from '../metrics.js';
@@ -18,7 +17,7 @@ import { tooManyFailures } from './rate-limit.js';
 import { recordFailure } from './request-log.js';
 
 export interface DownloadDeps {
-  files: FileService;
+  downloads: Downloads;
   /** Unknown link tokens and wrong link passwords per client address. */
   tokenFailures: FailureLimits;
   /** Wrong passwords per link, from all addresses. */
@@ -44,7 +43,7 @@ function clampSuffixes(header: string, size: number): string {
 }
 
 /** The single range to serve, `undefined` for the whole file; throws 416 for a range that cannot be served. */
-function requestedRange(ctx: Context, file: FileRecord, etag: string): ByteRange | undefined {
+function requestedRange(ctx: Context, file: LinkedFile, etag: string): ByteRange | undefined {
   const header = ctx.get('Range');
   if (!header) return undefined;
   // A client that asks for part of an older version gets the whole new one.
@@ -75,10 +74,11 @@ export function basicPassword(header: string | undefined): string | undefined {
  * link token is the credential (and a link's password, when it has one).
  * Files are always attachments, never rendered by the browser, so an
  * uploaded HTML or SVG file cannot run in our origin. The link's rules and
- * counts are the file component's (FileService.openDownload); this route
- * reads the request's headers and writes the response.
+ * counts are the links component's (src/links/download.ts: authorise, then
+ * open or hand out); this route reads the request's headers and writes the
+ * response.
  */
-export function downloadRoutes({ files, tokenFailures, passwordFailures, metrics, rate, onCountError }: DownloadDeps) {
+export function downloadRoutes({ downloads, tokenFailures, passwordFailures, metrics, rate, onCountError }: DownloadDeps) {
   const router = new Router();
 
   /**
@@ -96,8 +96,8 @@ export function downloadRoutes({ files, tokenFailures, passwordFailures, metrics
     throw refusal;
   }
 
-  /** Headers of the file, and what of it to send: no body for HEAD or a fresh cache. */
-  function choose(ctx: Context, file: FileRecord): BodyChoice {
+  /** Headers of the file, and what of it to send: undefined for no body (HEAD, or a fresh cache), else the range (none: the whole file). */
+  function describe(ctx: Context, file: LinkedFile): { range?: ByteRange } | undefined {
     const etag = `"${file.sha256}"`;
     ctx.set({
       'Content-Disposition': attachment(file.filename),
@@ -122,22 +122,45 @@ export function downloadRoutes({ files, tokenFailures, passwordFailures, metrics
     return ctx.method === 'HEAD' ? undefined : { range };
   }
 
+  /**
+   * The store serves the bytes (S3_PRESIGNED_DOWNLOADS): 302 to a presigned
+   * URL that makes the store answer with our Content-Disposition and type.
+   * no-store: a cached redirect would outlive its URL, and the count.
+   */
+  async function redirect(ctx: Context, grant: DownloadGrant, range: ByteRange | undefined): Promise<void> {
+    const { file } = grant;
+    const whole = !range || (range.start === 0 && range.end === file.size - 1);
+    const url = await downloads.handOut(grant, { disposition: attachment(file.filename), whole });
+    ctx.remove('Content-Range');
+    ctx.remove('Accept-Ranges');
+    ctx.remove('ETag');
+    ctx.remove('Content-Disposition');
+    ctx.set({ 'Cache-Control': 'no-store', Location: url });
+    ctx.status = 302;
+    ctx.type = 'text/plain';
+    ctx.body = 'Found: the file is served by its store\n';
+  }
+
   router.get('/download/:token', async (ctx) => {
     const token = ctx.params.token!;
     const credentials = {
       password: basicPassword(ctx.get('Authorization') || undefined),
       guard: passwordGuard({ address: tokenFailures, link: passwordFailures, metrics }, ctx.ip),
     };
-    let download;
+    let grant: DownloadGrant | undefined;
     try {
-      download = TOKEN.test(token) ? await files.openDownload(token, (file) => choose(ctx, file), credentials) : undefined;
+      grant = TOKEN.test(token) ? await downloads.authorise(token, credentials) : undefined;
     } catch (err) {
       if (err instanceof AppError && err.code === 'password_checks_busy') metrics?.rateLimitRefusals.inc({ reason: err.code });
       throw err;
     }
+    if (!grant) return failed(ctx, fileErrors.notFound());
+    const wanted = describe(ctx, grant.file);
+    if (!wanted) return;
+    if (downloads.offloads(grant)) return redirect(ctx, grant, wanted.range);
+    const download = await downloads.open(grant, wanted.range);
     if (!download) return failed(ctx, fileErrors.notFound());
     const { body, length, settle } = download;
-    if (!body) return;
 
     // A limited link is charged what its client acknowledged, not what was
     // handed to the kernel (acked-bytes.ts): the peer's acknowledged count

@@ -4,13 +4,14 @@ import { bodyParser } from '@koa/bodyparser';
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { badRequest } from '../errors.js';
-import type { FileService } from '../files/service.js';
-import { OPTION_NAMES, isOptionName, parseUploadOptions } from '../files/upload-options.js';
+import { fileErrors } from '../files/errors.js';
+import { OPTION_NAMES, isOptionName, linkRulesOf, parseUploadOptions } from '../files/upload-options.js';
+import type { LinkService } from '../links/service.js';
 import type { AuthState } from './auth.js';
 import { presentLink } from './present.js';
 
 export interface LinkRouteDeps {
-  files: FileService;
+  links: LinkService;
   publicUrl: string;
   /** Reads the file id of the path (400 invalid_file_id). */
   parseFileId: (raw: string) => number;
@@ -32,22 +33,26 @@ const jsonBody: Middleware = bodyParser({
   },
 });
 
-export function linkRoutes(router: Router<AuthState>, guard: Middleware, { files, publicUrl, parseFileId }: LinkRouteDeps): void {
+export function linkRoutes(router: Router<AuthState>, guard: Middleware, { links: service, publicUrl, parseFileId }: LinkRouteDeps): void {
   router.get('/files/:id/links', guard, async (ctx) => {
-    const links = await files.listLinks(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
+    const links = await service.list(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
+    if (!links) throw fileErrors.notFound();
     ctx.body = { success: true, links: links.map((link) => presentLink(link, publicUrl)) };
   });
 
   // The key is checked before the body is read, as on every route.
   router.post('/files/:id/links', guard, jsonBody, async (ctx) => {
     const fileId = parseFileId(ctx.params.id!);
-    const link = await files.createLink(ctx.state.caller.accountId, fileId, linkOptions(ctx.request.body ?? {}));
+    // expires_in counts from now; the password is hashed before the link is written.
+    const now = new Date();
+    const link = await service.create(ctx.state.caller.accountId, fileId, await linkRulesOf(linkOptions(ctx.request.body ?? {}), now), now);
+    if (!link) throw fileErrors.notFound();
     ctx.status = 201;
     ctx.body = { success: true, link: presentLink(link, publicUrl) };
   });
 
   router.delete('/files/:id/links/:linkId', guard, async (ctx) => {
-    const revoked = await files.revokeLink(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.params.linkId!);
+    const revoked = await service.revoke(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.params.linkId!);
     // The file's new public link, so the owner need not list the links to learn it.
     ctx.body =
       revoked.outcome === 'rotated'

@@ -111,6 +111,8 @@ function components(publicUrl: string): OpenApiDocument['components'] {
       ETag: header('Strong ETag: the SHA-256 of the content.', { type: 'string', pattern: '^"[0-9a-f]{64}"$' }),
       'Accept-Ranges': header('Single byte ranges are served.', { type: 'string', const: 'bytes' }),
       'Content-Length': header('Bytes in this response (the whole file, or the range).', { type: 'integer', minimum: 0 }),
+      PresignedLocation: header('The presigned GetObject URL of the object (S3_PRESIGNED_DOWNLOADS).', { type: 'string', format: 'uri' }),
+      NoStore: header('`no-store`: the URL is short-lived, and each redirect may be counted.', { type: 'string', const: 'no-store' }),
       'Content-Range': header('On 206 `bytes <start>-<end>/<size>`; on 416 `bytes */<size>`.', { type: 'string', pattern: '^bytes (\\d+-\\d+|\\*)/\\d+$' }),
     },
   };
@@ -230,6 +232,18 @@ function publicPaths(): Record<string, PathItem> {
         '200': bare({ description: 'The whole file.', headers: fileHeaders, content: binary }),
         '206': bare({ description: 'The requested range.', headers: { ...fileHeaders, 'Content-Range': ref('headers', 'Content-Range') }, content: binary }),
         '304': { description: '`If-None-Match` matched the ETag.', headers: { ETag: ref('headers', 'ETag') } },
+        ...(body
+          ? {
+              '302': {
+                description:
+                  'Only with `S3_PRESIGNED_DOWNLOADS` on, for a link without `max_downloads` (after its password is checked): the store serves the bytes. `Location` is a presigned GetObject URL, valid `S3_PRESIGN_SECONDS` at most and never past the link\'s expiry, that makes the store answer with the same `Content-Disposition` and `application/octet-stream`. A GET without `Range` counts one download when the URL is handed out; with `Range` (sent again to the store) nothing is counted. HEAD and 304 are never redirected.',
+                headers: {
+                  Location: ref('headers', 'PresignedLocation'),
+                  'Cache-Control': ref('headers', 'NoStore'),
+                },
+              },
+            }
+          : {}),
         '401': bare(error(`The link has a password: none was sent (${codes('password_required')}) or it is wrong (${codes('wrong_password')}, which counts toward the address's failures).`, { 'WWW-Authenticate': ref('headers', 'BasicChallenge') }, false)),
         '404': bare(error(`Unknown, revoked or deleted link: ${codes('file_not_found')}.`, {}, false)),
         '410': bare(error(`The link, or its file, has expired (${codes('link_expired')}), or its budget of \`max_downloads\` x size bytes has too little left for this response (${codes('link_exhausted')}).`, {}, false)),

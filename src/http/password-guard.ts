@@ -4,8 +4,8 @@
 // (LINK_PASSWORD_FAILURE_LIMIT, then the link's password is locked for
 // LINK_PASSWORD_LOCK seconds), both on rate-limiter-flexible, so every
 // instance shares them through Redis.
-import type { GuessOutcome, PasswordGuard } from '../files/download.js';
-import { linkErrors } from '../files/errors.js';
+import type { GuessOutcome, PasswordGuard } from '../links/download.js';
+import { linkErrors } from '../links/errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { Metrics } from '../metrics.js';
 import { tooManyFailures } from './rate-limit.js';

@@ -1,5 +1,5 @@
 // How records look on the wire: snake_case, integers in bytes, UTC dates.
-import type { LinkRecord } from '../files/links.js';
+import type { LinkRecord } from '../links/links.js';
 import type { FileListing } from '../files/record.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
 

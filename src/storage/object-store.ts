@@ -45,6 +45,16 @@ export interface OpenUpload {
  * from a user's filename). Every method streams: no implementation may hold a
  * whole object in memory.
  */
+/** What a presigned download URL makes the store answer. */
+export interface PresignOptions {
+  /** The URL's lifetime. */
+  seconds: number;
+  /** The Content-Disposition the store sends (response-content-disposition). */
+  disposition: string;
+  /** The Content-Type the store sends (response-content-type). */
+  contentType: string;
+}
+
 export interface ObjectStore extends ResumableStore {
   /**
    * Streams `body` into a new object under `key`. Resolves once the object is
@@ -57,6 +67,14 @@ export interface ObjectStore extends ResumableStore {
 
   /** Streams the object, or the inclusive `range` of it. Rejects with ObjectNotFoundError. */
   get(key: string, range?: ByteRange): Promise<Readable>;
+
+  /**
+   * A URL at which a client can GET the object itself for `seconds`, the
+   * store answering with `disposition` and `contentType` as those headers.
+   * Only a store configured to hand out downloads has it (S3 with
+   * S3_PRESIGNED_DOWNLOADS); signing is local, no call to the store.
+   */
+  presignGet?(key: string, options: PresignOptions): Promise<string>;
 
   /** The object's info, or undefined when there is no such object. */
   head(key: string): Promise<ObjectInfo | undefined>;

@@ -3,8 +3,9 @@ import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, Lis
 import { StartupError } from '../startup-error.js';
 import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectStore, type OpenUpload, type PutOptions } from './object-store.js';
 import { describeS3Error } from './s3-errors.js';
+import { s3Presigner } from './s3-presign.js';
 import { DeadlineHttpHandler } from './s3-handler.js';
-import { DEFAULT_DEADLINES, idleBounded, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
+import { DEFAULT_DEADLINES, idleTimed, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
 import { ensureUploadExpiry, type UploadExpiry } from './s3-lifecycle.js';
 import { abortParts, deleteObject, isMissing, objectSize, SharedPartBuffers } from './s3-parts.js';
 import { S3_LIMITS, uploadStream } from './s3-upload.js';
@@ -34,6 +35,8 @@ export interface S3StoreOptions {
   abortIncompleteDays?: number;
   /** Deadlines of its calls (store-deadlines.ts); DEFAULT_DEADLINES when absent. */
   deadlines?: StoreDeadlines;
+  /** Present (S3_PRESIGNED_DOWNLOADS): the store can hand out download URLs (presignGet), signed for `publicEndpoint` (default: endpoint). */
+  presign?: { publicEndpoint?: string };
 }
 
 /** What the store reports to the server: every call's outcome, and the SDK's own warnings. */
@@ -66,6 +69,7 @@ export class S3ObjectStore implements ObjectStore {
   readonly maxObjectSize = S3_LIMITS.maxObjectSize;
   readonly client: S3Client;
   readonly bucket: string;
+  readonly presignGet?: ObjectStore['presignGet'];
 
   private readonly deadlines: StoreDeadlines;
   /** Part buffers beyond each upload's first, lent to whichever upload is sending. */
@@ -77,6 +81,7 @@ export class S3ObjectStore implements ObjectStore {
   ) {
     this.bucket = options.bucket;
     this.deadlines = options.deadlines ?? DEFAULT_DEADLINES;
+    if (options.presign) this.presignGet = s3Presigner({ ...options, publicEndpoint: options.presign.publicEndpoint ?? options.endpoint });
     if (options.sharedPartBuffers !== undefined) this.sharedBuffers = new SharedPartBuffers(options.partSize, options.sharedPartBuffers);
     // The SDK logs each call's input and output at info and its warnings to
     // the console when given no logger: keep only warnings and errors, in our log.
@@ -204,7 +209,10 @@ export class S3ObjectStore implements ObjectStore {
       const res = await this.client.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
       );
-      const body = Readable.from(idleBounded(res.Body as Readable, 'get_object', this.deadlines.readIdleMs, this.hooks.observe), { objectMode: false });
+      // The SDK's own stream, watched for silence: wrapping it in an async
+      // generator (idleBounded) cost a promise, a timer and a Readable.from
+      // hop per chunk (see docs/performance.md, downloads).
+      const body = idleTimed(res.Body as Readable, 'get_object', this.deadlines.readIdleMs, this.hooks.observe);
       if (!range) return body;
       // A server may send more than asked (HTTP lets it ignore Range; s3rver
       // answers bytes=0-0 with the whole object): cut the range out ourselves.

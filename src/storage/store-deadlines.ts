@@ -3,6 +3,7 @@
 // hold an upload slot, a tus lease or a sweep for ever: every call gets a
 // deadline sized to its work, and its firing is a store failure like any
 // other (503 store_unavailable, counted, the upload cleaned up).
+import type { Readable } from 'node:stream';
 import { StoreTimeoutError } from './object-store.js';
 
 export interface StoreDeadlines {
@@ -54,6 +55,36 @@ export async function withDeadline<T>(operation: string, ms: number, work: (sign
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * `source` itself, destroyed with StoreTimeoutError when it receives nothing
+ * for `ms` while its consumer wants more. The stream form of idleBounded,
+ * for a body piped on as it is (a download): no async iteration, no promise
+ * and no new timer per chunk, only a refresh of one timer on each push (a
+ * 'data' listener would start the stream flowing before anyone reads it).
+ * When the timer fires while the consumer does not read (the stream not
+ * flowing, or its buffer full), the consumer is the slow one (a download to
+ * a slow client), and the clock starts again.
+ */
+export function idleTimed<T extends Readable>(source: T, operation: string, ms: number, observe?: StoreCallObserver): T {
+  const timer = setTimeout(() => {
+    if (source.destroyed || source.readableEnded) return;
+    if (source.readableFlowing !== true || source.readableLength >= source.readableHighWaterMark) {
+      timer.refresh();
+      return;
+    }
+    observe?.(operation, 'timeout');
+    source.destroy(new StoreTimeoutError(operation, ms));
+  }, ms);
+  timer.unref();
+  const push = source.push;
+  source.push = function (chunk: unknown, encoding?: BufferEncoding) {
+    timer.refresh();
+    return push.call(this, chunk, encoding);
+  };
+  source.once('close', () => clearTimeout(timer));
+  return source;
 }
 
 /**

@@ -122,6 +122,14 @@ describe('start mistakes: one line, before migrations', () => {
     );
   });
 
+  it('when S3_PRESIGNED_DOWNLOADS is set on the local store, then `serve` exits 1 with one line saying it needs S3', async () => {
+    const result = await run(['serve'], { DATA_DIR: dataDir, S3_PRESIGNED_DOWNLOADS: 'true' });
+    expect(result.code).to.equal(1);
+    expect(oneLine(result.stderr)).to.equal(
+      'dropstream: invalid configuration: S3_PRESIGNED_DOWNLOADS: is true but the store is local: presigned downloads need the S3 store (set S3_BUCKET), or unset it',
+    );
+  });
+
   it('when Node is older than engines, then a warning names the version and the range; a supported one gets none', () => {
     expect(nodeVersionWarning('v20.19.5')).to.equal('Node v20.19.5 is not supported (package.json engines: node >=22); use Node 24 LTS');
     expect(nodeVersionWarning('v22.0.0')).to.equal(undefined);

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { CHECK_MS } from '../../src/files/live-downloads.js';
+import { CHECK_MS } from '../../src/links/live-downloads.js';
 import { call, upload } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';

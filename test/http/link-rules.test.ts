@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { chromium } from 'playwright-core';
-import { slackOf } from '../../src/files/links.js';
+import { slackOf } from '../../src/links/links.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { call, upload } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';

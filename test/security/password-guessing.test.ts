@@ -5,7 +5,7 @@
 // limiters (the embedded default) and on Redis (TEST_REDIS_URL), as the
 // other limit suites run.
 import { expect } from 'chai';
-import { derivations } from '../../src/files/link-password.js';
+import { derivations } from '../../src/links/link-password.js';
 import { call, upload, uploadFile, type ApiResponse } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { CompleteMultipartUploadCommand, S3Client } from '@aws-sdk/client-s3';
 import { deadlineOf, operationOf } from '../../src/storage/s3-handler.js';
 import { StoreHealth } from '../../src/storage/store-health.js';
-import { idleBounded, withDeadline } from '../../src/storage/store-deadlines.js';
+import { idleBounded, idleTimed, withDeadline } from '../../src/storage/store-deadlines.js';
 import { StoreTimeoutError } from '../../src/storage/object-store.js';
 
 describe('store health (for /readyz)', () => {
@@ -63,6 +63,34 @@ describe('store deadlines', () => {
       await new Promise((r) => setTimeout(r, 300)); // the consumer, not the store, takes its time
     }
     expect(Buffer.concat(slow).toString()).to.equal('ab');
+  });
+
+  it('when a piped source falls silent while its consumer reads, then idleTimed destroys it with StoreTimeoutError; a slow consumer, or one not reading yet, is no timeout', async () => {
+    const { PassThrough, Readable, Writable } = await import('node:stream');
+    const { pipeline } = await import('node:stream/promises');
+    // A source that pushes `a`, then nothing until it is ended by hand.
+    const silent = () => new Readable({ read() {} });
+    const seen: string[] = [];
+    const stalled = idleTimed(silent(), 'get_object', 100, (op, outcome) => seen.push(`${op} ${outcome}`));
+    stalled.push('a');
+    const received: Buffer[] = [];
+    const err = await pipeline(stalled, new Writable({ write: (chunk: Buffer, _e, done) => (received.push(chunk), done()) })).catch((e: unknown) => e);
+    expect(err).to.be.instanceOf(StoreTimeoutError);
+    expect(Buffer.concat(received).toString()).to.equal('a');
+    expect(seen).to.deep.equal(['get_object timeout']);
+
+    // Not read for 300 ms (no consumer yet), then read by a consumer that takes 300 ms per chunk: no timeout.
+    const waiting = idleTimed(silent(), 'get_object', 100);
+    waiting.push('b');
+    await new Promise((r) => setTimeout(r, 300));
+    const slowly: Buffer[] = [];
+    const consumer = new Writable({ highWaterMark: 1, write: (chunk: Buffer, _e, done) => void setTimeout(() => (slowly.push(chunk), done()), 300) });
+    const done = pipeline(waiting, new PassThrough({ highWaterMark: 1 }), consumer);
+    waiting.push('c');
+    await new Promise((r) => setTimeout(r, 50));
+    waiting.push(null);
+    await done;
+    expect(Buffer.concat(slowly).toString()).to.equal('bc');
   });
 
   it('when S3 requests are named, then each kind gets its operation', () => {

@@ -1,5 +1,5 @@
-// The links of files (src/files/links.ts) and downloads through them
-// (src/files/download.ts), on a real database and the real local store:
+// The links of files (src/links/links.ts) and downloads through them
+// (src/links/download.ts: authorise, then open), on a real database and the real local store:
 // every file has a primary link, links are created, listed and revoked
 // (revoking the primary one rotates it), and a download checks a link's
 // expiry, password and byte budget, the budget holding when many downloads
@@ -10,17 +10,19 @@ import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import { migrationsDir } from '../../src/db/migrate.js';
 import { AppError } from '../../src/errors.js';
-import type { BodyChoice, PasswordGuard } from '../../src/files/download.js';
-import { derivations, hashPassword, verifyPassword } from '../../src/files/link-password.js';
-import { FileLinks } from '../../src/files/links.js';
-import { UploadLedger } from '../../src/ledger/ledger.js';
-import { FileService } from '../../src/files/service.js';
+import type { DownloadCredentials, PasswordGuard } from '../../src/links/download.js';
+import { derivations, hashPassword, verifyPassword } from '../../src/links/link-password.js';
+import type { FileLinks } from '../../src/links/links.js';
+import { LinkService } from '../../src/links/service.js';
+import type { ByteRange } from '../../src/storage/object-store.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
+/** What the route decides once it has the grant: a body (of a range, or whole), or none (HEAD, 304). */
+type BodyChoice = { range?: ByteRange } | undefined;
 const whole: () => BodyChoice = () => ({});
 const headOnly: () => BodyChoice = () => undefined;
 
@@ -52,7 +54,7 @@ for (const backend of backends) {
     this.timeout(60_000);
     let t: TestServer;
     let prisma: PrismaClient;
-    let files: FileService;
+    let service: LinkService;
     let links: FileLinks;
     let key: string;
     let accountId: number;
@@ -61,10 +63,19 @@ for (const backend of backends) {
       t = await startTestServer(backend, { GC_INTERVAL: '0' });
       prisma = t.server.db.prisma;
       const store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
-      files = new FileService({ prisma, store, ledger: new UploadLedger(prisma), onCleanupError: (err) => { throw err; } });
-      links = files.links;
+      service = new LinkService({ prisma, store });
+      links = service.links;
     });
     after(() => t?.close());
+
+    /** A download as the route makes it: authorised, then (when a body is chosen) opened; undefined for no such link. */
+    async function openDownload(token: string, choose: () => BodyChoice, credentials?: DownloadCredentials) {
+      const grant = await service.downloads.authorise(token, credentials);
+      if (!grant) return undefined;
+      const choice = choose();
+      if (!choice) return { length: 0, body: undefined, settle: async () => {} };
+      return service.downloads.open(grant, choice.range);
+    }
     beforeEach(async () => {
       ({ apiKey: key, accountId } = await t.account());
     });
@@ -148,8 +159,8 @@ for (const backend of backends) {
 
     it('when a download of an unknown token is opened, then there is none; of a known one, the body and, once settled, the counts', async () => {
       const file = await newFile('twelve bytes');
-      expect(await files.openDownload('x'.repeat(22), whole)).to.equal(undefined);
-      const download = (await files.openDownload(file.token, whole))!;
+      expect(await openDownload('x'.repeat(22), whole)).to.equal(undefined);
+      const download = (await openDownload(file.token, whole))!;
       expect(download.length).to.equal(12);
       expect(await text(download.body)).to.equal('twelve bytes');
       await download.settle(12);
@@ -159,13 +170,29 @@ for (const backend of backends) {
       expect((await call(t.url(`/api/v1/files/${file.id}`), { key })).body.file.download_count).to.equal(1);
     });
 
+    it('when a limited link is authorised, then nothing is reserved until open; when it is revoked between the two, then open finds it gone and reserves nothing', async () => {
+      const file = await newFile('0123456789');
+      const link = (await links.create(accountId, file.id, { maxDownloads: 1 }))!;
+      const served = async () => (await prisma.link.findUnique({ where: { id: link.id }, select: { bytesServed: true } }))?.bytesServed;
+      const grant = (await service.downloads.authorise(link.token))!;
+      expect(grant).to.include({ linkId: link.id, budget: 10, maxDownloads: 1 });
+      expect(await served(), 'after authorise').to.equal(0n);
+      const opened = (await service.downloads.open(grant, { start: 2, end: 5 }))!;
+      expect(await served(), 'after open of 4 bytes').to.equal(4n);
+      expect(await text(opened.body)).to.equal('2345');
+      await opened.settle(4);
+      const stale = (await service.downloads.authorise(link.token))!;
+      await service.revoke(accountId, file.id, link.id);
+      expect(await service.downloads.open(stale)).to.equal(undefined);
+    });
+
     it('when a link has expired, then opening it is link_expired, HEAD included', async () => {
       const file = await newFile();
       const past = (await links.create(accountId, file.id, { expiresAt: new Date(Date.now() - 1000) }))!;
-      expect(await codeOf(files.openDownload(past.token, whole))).to.equal('link_expired');
-      expect(await codeOf(files.openDownload(past.token, headOnly))).to.equal('link_expired');
+      expect(await codeOf(openDownload(past.token, whole))).to.equal('link_expired');
+      expect(await codeOf(openDownload(past.token, headOnly))).to.equal('link_expired');
       const future = (await links.create(accountId, file.id, { expiresAt: new Date(Date.now() + 60_000) }))!;
-      expect(await codeOf(files.openDownload(future.token, headOnly))).to.equal('none');
+      expect(await codeOf(openDownload(future.token, headOnly))).to.equal('none');
     });
 
     it('when a link has a password, then none is password_required, a wrong one wrong_password (reserved, then kept), the right one opens (reserved, then given back)', async () => {
@@ -179,21 +206,21 @@ for (const backend of backends) {
           return async (outcome) => void seen.push(outcome);
         },
       };
-      expect(await codeOf(files.openDownload(link.token, whole, { guard }))).to.equal('password_required');
+      expect(await codeOf(openDownload(link.token, whole, { guard }))).to.equal('password_required');
       expect(seen).to.deep.equal([]);
-      expect(await codeOf(files.openDownload(link.token, whole, { password: 'wrong', guard }))).to.equal('wrong_password');
+      expect(await codeOf(openDownload(link.token, whole, { password: 'wrong', guard }))).to.equal('wrong_password');
       expect(seen.splice(0)).to.deep.equal(['reserve true', 'wrong']);
       const refused: PasswordGuard = { check: guard.check, reserve: async () => { throw new AppError('too_many_failures', 'slow down'); } };
-      expect(await codeOf(files.openDownload(link.token, whole, { password: 'correct horse', guard: refused }))).to.equal('too_many_failures');
-      const download = (await files.openDownload(link.token, whole, { password: 'correct horse', guard }))!;
+      expect(await codeOf(openDownload(link.token, whole, { password: 'correct horse', guard: refused }))).to.equal('too_many_failures');
+      const download = (await openDownload(link.token, whole, { password: 'correct horse', guard }))!;
       expect(await text(download.body)).to.equal('secret body!');
       expect(seen.splice(0)).to.deep.equal(['reserve true', 'right']);
       // Verified lately: no scrypt and no guess to reserve, but the locks are still asked.
-      const again = (await files.openDownload(link.token, whole, { password: 'correct horse', guard }))!;
+      const again = (await openDownload(link.token, whole, { password: 'correct horse', guard }))!;
       await text(again.body);
       expect(seen.splice(0)).to.deep.equal(['check true']);
       const locked: PasswordGuard = { reserve: guard.reserve, check: async () => { throw new AppError('too_many_failures', 'slow down'); } };
-      expect(await codeOf(files.openDownload(link.token, whole, { password: 'correct horse', guard: locked }))).to.equal('too_many_failures');
+      expect(await codeOf(openDownload(link.token, whole, { password: 'correct horse', guard: locked }))).to.equal('too_many_failures');
     });
 
     it('when a password is hashed, then the hash is salted scrypt, never the password, and only the password verifies', async () => {
@@ -226,16 +253,16 @@ for (const backend of backends) {
     it('when 12 downloads of a max_downloads 1 link open at once, then exactly one gets a body and the others link_exhausted', async () => {
       const file = await newFile();
       const link = (await links.create(accountId, file.id, { maxDownloads: 1 }))!;
-      const outcomes = await Promise.allSettled(Array.from({ length: 12 }, () => files.openDownload(link.token, whole)));
+      const outcomes = await Promise.allSettled(Array.from({ length: 12 }, () => openDownload(link.token, whole)));
       const opened = outcomes.filter((o) => o.status === 'fulfilled');
       const refused = outcomes.filter((o) => o.status === 'rejected').map((o) => (o.reason as AppError).code);
       expect(opened).to.have.length(1);
       expect(refused).to.deep.equal(Array(11).fill('link_exhausted'));
-      const download = (opened[0] as PromiseFulfilledResult<Awaited<ReturnType<FileService['openDownload']>>>).value!;
+      const download = (opened[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof openDownload>>>).value!;
       expect(await text(download.body)).to.equal('hello, links');
       await download.settle(download.length);
       // Used up for any request now, headers only included.
-      expect(await codeOf(files.openDownload(link.token, headOnly))).to.equal('link_exhausted');
+      expect(await codeOf(openDownload(link.token, headOnly))).to.equal('link_exhausted');
     });
 
     it('when ranges are taken from a limited link, then each costs its bytes, and no more than max_downloads x size is ever served', async () => {
@@ -246,7 +273,7 @@ for (const backend of backends) {
       for (let start = 0; ; start = (start + 3) % 10) {
         const end = Math.min(start + 2, 9);
         const code = await codeOf(
-          files.openDownload(link.token, range(start, end)).then(async (d) => {
+          openDownload(link.token, range(start, end)).then(async (d) => {
             served += (await text(d!.body)).length;
             await d!.settle(d!.length);
           }),
@@ -257,7 +284,7 @@ for (const backend of backends) {
         }
       }
       expect(served).to.be.at.most(20).and.at.least(18);
-      expect(await codeOf(files.openDownload(link.token, whole))).to.equal('link_exhausted');
+      expect(await codeOf(openDownload(link.token, whole))).to.equal('link_exhausted');
       // A range counts no complete download, even of a limited link.
       expect((await links.list(accountId, file.id))!.find((l) => l.id === link.id)!.downloadCount).to.equal(0);
     });
@@ -265,41 +292,41 @@ for (const backend of backends) {
     it('when a limited download is cut short, then what was not handed on is given back, so the rest can still be fetched', async () => {
       const file = await newFile('0123456789');
       const link = (await links.create(accountId, file.id, { maxDownloads: 1 }))!;
-      const cut = (await files.openDownload(link.token, whole))!;
+      const cut = (await openDownload(link.token, whole))!;
       cut.body!.destroy();
       await cut.settle(4); // 4 bytes left, 6 come back
-      expect(await codeOf(files.openDownload(link.token, whole))).to.equal('link_exhausted');
-      const rest = (await files.openDownload(link.token, () => ({ range: { start: 4, end: 9 } })))!;
+      expect(await codeOf(openDownload(link.token, whole))).to.equal('link_exhausted');
+      const rest = (await openDownload(link.token, () => ({ range: { start: 4, end: 9 } })))!;
       expect(await text(rest.body)).to.equal('456789');
       await rest.settle(6);
-      expect(await codeOf(files.openDownload(link.token, () => ({ range: { start: 0, end: 0 } })))).to.equal('link_exhausted');
+      expect(await codeOf(openDownload(link.token, () => ({ range: { start: 0, end: 0 } })))).to.equal('link_exhausted');
     });
 
     it('when a download stopped early took under an eighth of the file, then a whole download still opens (once), but a range gets no slack (issue 38)', async () => {
       const file = await newFile('0123456789abcdef'); // 16 bytes: budget 16, slack 2
       const link = (await links.create(accountId, file.id, { maxDownloads: 1 }))!;
-      const early = (await files.openDownload(link.token, whole))!;
+      const early = (await openDownload(link.token, whole))!;
       early.body!.destroy();
       await early.settle(2); // it acknowledged 2 bytes
       const range = () => ({ range: { start: 2, end: 15 } });
-      const recipient = (await files.openDownload(link.token, whole))!;
+      const recipient = (await openDownload(link.token, whole))!;
       expect(await text(recipient.body)).to.equal('0123456789abcdef');
       await recipient.settle(recipient.length);
       // Used up: 18 of 16 + 2 taken; no second whole download, and no range either.
-      expect(await codeOf(files.openDownload(link.token, whole))).to.equal('link_exhausted');
-      expect(await codeOf(files.openDownload(link.token, range))).to.equal('link_exhausted');
+      expect(await codeOf(openDownload(link.token, whole))).to.equal('link_exhausted');
+      expect(await codeOf(openDownload(link.token, range))).to.equal('link_exhausted');
       const fresh = (await links.create(accountId, file.id, { maxDownloads: 1 }))!;
-      const taken = (await files.openDownload(fresh.token, whole))!;
+      const taken = (await openDownload(fresh.token, whole))!;
       taken.body!.destroy();
       await taken.settle(3); // 3 bytes: more than the slack
-      expect(await codeOf(files.openDownload(fresh.token, whole))).to.equal('link_exhausted');
+      expect(await codeOf(openDownload(fresh.token, whole))).to.equal('link_exhausted');
     });
 
     it('when a link of an empty file has max_downloads 2, then two downloads open and the third is link_exhausted', async () => {
       const file = await newFile('');
       const link = (await links.create(accountId, file.id, { maxDownloads: 2 }))!;
-      for (let i = 0; i < 2; i++) await (await files.openDownload(link.token, whole))!.settle(0);
-      expect(await codeOf(files.openDownload(link.token, whole))).to.equal('link_exhausted');
+      for (let i = 0; i < 2; i++) await (await openDownload(link.token, whole))!.settle(0);
+      expect(await codeOf(openDownload(link.token, whole))).to.equal('link_exhausted');
       expect((await links.list(accountId, file.id))!.find((l) => l.id === link.id)!.downloadCount).to.equal(2);
     });
 

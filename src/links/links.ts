@@ -12,7 +12,26 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileEventSql, linkExhaustedSql } from '../webhooks/events.js';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
-import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';
+
+/**
+ * The file a link leads to, as a download needs it. Links read it in the
+ * statement that resolves the token, so links/ needs nothing of files/
+ * (which imports this folder to write a new file's primary link).
+ */
+export interface LinkedFile {
+  id: number;
+  accountId: number;
+  filename: string;
+  /** Bytes. */
+  size: number;
+  /** Hex SHA-256 of the content (the download's ETag). */
+  sha256: string;
+  storageKey: string;
+  /** The token of the file's primary link. */
+  linkToken: string;
+  /** When the file expires (every link then answers 410); null: never. */
+  expiresAt: Date | null;
+}
 
 /** Opaque, URL-safe public link token: 128 random bits. */
 export const newLinkToken = () => randomBytes(16).toString('base64url');
@@ -48,7 +67,7 @@ export interface LinkRecord {
 /** A link found by its token, with what a download needs to check it, and its file. */
 export interface ResolvedLink {
   link: LinkRecord & { passwordHash?: string; bytesServed: number };
-  file: FileRecord;
+  file: LinkedFile;
 }
 
 /** What revoking a link did: removed it, or removed the primary link and made `primary` in its place. */
@@ -126,8 +145,7 @@ export class FileLinks {
   /** The link of `token` and its file, in one statement; undefined for no such link. */
   async resolve(token: string): Promise<ResolvedLink | undefined> {
     const rows = await this.prisma.$queryRaw<(LinkRow & ResolvedFileColumns)[]>`
-      SELECT ${LINK_COLUMNS}, f.account_id, f.filename, f.size, f.sha256, f.storage_key, f.link_token,
-        f.download_count AS file_download_count, f.created_at AS file_created_at, f.expires_at AS file_expires_at
+      SELECT ${LINK_COLUMNS}, f.account_id, f.filename, f.size, f.sha256, f.storage_key, f.link_token, f.expires_at AS file_expires_at
       FROM links l JOIN files f ON f.id = l.file_id
       WHERE l.token = ${token}`;
     const row = rows[0];
@@ -235,18 +253,24 @@ export class FileLinks {
   }
 }
 
-/** The file's columns in resolve(): those the link's own would shadow are renamed. */
-type ResolvedFileColumns = Omit<FileColumns, 'id' | 'download_count' | 'created_at' | 'expires_at'> & {
-  file_download_count: bigint;
-  file_created_at: Date;
+/** The file's columns in resolve(): its expiry is renamed, as the link's own would shadow it. */
+interface ResolvedFileColumns {
+  account_id: number;
+  filename: string;
+  size: bigint;
+  sha256: string;
+  storage_key: string;
+  link_token: string;
   file_expires_at: Date | null;
-};
+}
 
-const fileOf = (row: LinkRow & ResolvedFileColumns): FileRecord =>
-  fromFileColumns({
-    ...row,
-    id: row.file_id,
-    download_count: row.file_download_count,
-    created_at: row.file_created_at,
-    expires_at: row.file_expires_at,
-  });
+const fileOf = (row: LinkRow & ResolvedFileColumns): LinkedFile => ({
+  id: row.file_id,
+  accountId: row.account_id,
+  filename: row.filename,
+  size: Number(row.size),
+  sha256: row.sha256,
+  storageKey: row.storage_key,
+  linkToken: row.link_token,
+  expiresAt: row.file_expires_at,
+});
