@@ -42,6 +42,8 @@ import type { StoreCallObserver } from './storage/store-deadlines.js';
 import { growYoungGenerationWithLoad } from './young-generation.js';
 import { WebhookEndpoints } from './webhooks/endpoints.js';
 import { Relay, type RelayOptions } from './webhooks/relay.js';
+import { FileRequests } from './requests/service.js';
+import { RequestLinkLimits } from './limits/request-link-limits.js';
 
 export interface RunningServer {
   /** Address of the public listener (the port is real when config asked for 0). */
@@ -297,6 +299,8 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     files: services.files,
     resumable: services.resumable,
     webhooks: services.webhooks,
+    // File requests (issue 45): their service and the per-address limits of their links.
+    requests: { service: new FileRequests(db.prisma), limits: new RequestLinkLimits({ redis, keyPrefix: config.redisKeyPrefix, ...config.requestLinkLimits }) },
     uploadGate: tools.uploadGate,
     accountSlots: services.accountSlots,
     bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },

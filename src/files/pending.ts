@@ -38,7 +38,7 @@ export type Transaction = Prisma.TransactionClient;
 export const claimForFileSql = (storageKey: string, now: Date) => Prisma.sql`
   DELETE FROM pending_objects
   WHERE storage_key = ${storageKey} AND (claimed_until IS NULL OR claimed_until <= ${now}::timestamp(3))
-  RETURNING storage_key, reserved_bytes`;
+  RETURNING storage_key, reserved_bytes, request_id`;
 
 /**
  * Records the objects of the rows of `removed` (a CTE with a storage_key
