@@ -12,6 +12,7 @@ import { eventually } from '../helpers/raw-upload.js';
 import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
 import { create, head, patch, terminate, uploadUrl } from '../helpers/tus.js';
 import { sharedServer } from '../helpers/shared.js';
+import { multipartBody, multipartType } from '../helpers/multipart.js';
 
 const doc = openApiDocument(PUBLIC_URL);
 const DOC_ID = 'https://dropstream.test/openapi.json';
@@ -324,6 +325,33 @@ for (const backend of backends) {
       const exhausted = await call(t.url(limited.public_link));
       expect(exhausted.status).to.equal(410);
       expectDocumented(exhausted, '/download/{token}', 'get');
+    });
+
+    it('when a file request is made, refused, listed, got, sent a file, refused through its link and closed, then every answer matches the document', async () => {
+      const { apiKey: own } = await t.account();
+      const post = (body: string) => call(t.url('/api/v1/requests'), { method: 'POST', key: own, headers: { 'Content-Type': 'application/json' }, body });
+      const made = await post(JSON.stringify({ title: 'Docs', max_files: 1 }));
+      expect(made.status).to.equal(201);
+      expectDocumented(made, '/requests', 'post');
+      expectDocumented(await post('{"max_files":0}'), '/requests', 'post');
+      expectDocumented(await call(t.url('/api/v1/requests'), { key: own }), '/requests', 'get');
+      const path = new URL(made.body.request.upload_link).pathname;
+      const send = () => call(t.url(`${path}/files`), { method: 'POST', headers: { 'Content-Type': multipartType() }, body: new Uint8Array(multipartBody([{ name: 'file', filename: 'r.txt', content: 'request' }])) });
+      const sent = await send();
+      expect(sent.status).to.equal(201);
+      expectDocumented(sent, '/r/{token}/files', 'post');
+      const full = await send();
+      expect(full.status).to.equal(410);
+      expectDocumented(full, '/r/{token}/files', 'post');
+      const id = made.body.request.request_id;
+      const got = await call(t.url(`/api/v1/requests/${id}`), { key: own });
+      expect(got.body.files).to.have.length(1);
+      expectDocumented(got, '/requests/{request_id}', 'get');
+      expectDocumented(await call(t.url(`/api/v1/requests/${id}`), { method: 'DELETE', key: own }), '/requests/{request_id}', 'delete');
+      const closed = await send();
+      expect(closed.status).to.equal(404);
+      expectDocumented(closed, '/r/{token}/files', 'post');
+      expectDocumented(await call(t.url(`/api/v1/requests/${id}`), { key: own }), '/requests/{request_id}', 'get');
     });
 
     it('when webhooks are made, refused, listed, rotated, asked for deliveries and removed, then every answer matches the document, and so do the events written', async () => {
