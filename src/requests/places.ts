@@ -29,13 +29,14 @@ export async function takePlace(prisma: PrismaClient, requestId: string, storage
       SELECT max_files, expires_at, closed_at FROM file_requests WHERE id = ${requestId} FOR UPDATE`;
     if (!request || request.closed_at) throw requestErrors.notFound();
     if (request.expires_at && request.expires_at <= now) throw requestErrors.expired();
-    if (request.max_files !== null) {
-      const [count] = await tx.$queryRaw<{ taken: number }[]>`SELECT ${takenSql(requestId)} AS taken`;
-      if ((count?.taken ?? 0) >= request.max_files) throw requestErrors.full(request.max_files);
-    }
-    const marked = await tx.$executeRaw`UPDATE pending_objects SET request_id = ${requestId} WHERE storage_key = ${storageKey} AND reason <> 'delete'`;
-    // The record went between its creation and now (swept as abandoned): the upload fails as it would at its commit.
-    if (marked !== 1) throw requestErrors.notFound();
+    // Counted and marked in one statement: its snapshot is taken after the lock, so it sees every place taken before.
+    const marked = await tx.$executeRaw`
+      UPDATE pending_objects SET request_id = ${requestId}
+      WHERE storage_key = ${storageKey} AND reason <> 'delete' AND (${request.max_files}::integer IS NULL OR ${takenSql(requestId)} < ${request.max_files}::integer)`;
+    if (marked === 1) return;
+    // Refused: full, unless the record went between its creation and now (swept as abandoned), which fails as at a commit.
+    if (request.max_files !== null && (await tx.pendingObject.count({ where: { storageKey } })) === 1) throw requestErrors.full(request.max_files);
+    throw requestErrors.notFound();
   });
 }
 
