@@ -2,12 +2,14 @@
 // official tus-js-client through /r/{token}/uploads across a cut
 // connection, and the upload page in headless Chromium.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { chromium } from 'playwright-core';
 import { Upload } from 'tus-js-client';
+import { WEB_DIST } from '../../src/http/web-app-routes.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { call } from '../helpers/client.js';
 import { startCuttingProxy } from '../helpers/cutting-proxy.js';
@@ -30,7 +32,7 @@ describe('file request links with tus-js-client and Chromium', function () {
   after(async () => {
     // The screenshot stays for a person to look at; the inputs go.
     await rm(join(dir, 'input.bin'), { force: true });
-    console.log(`      file request page screenshot: ${join(dir, 'request-page.png')}`);
+    console.log(`      file request screenshots: ${join(dir, 'request-page.png')}, ${join(dir, 'app-requests.png')}`);
   });
 
   /** The owner's file that came through `request`, downloaded; its SHA-256. */
@@ -95,5 +97,40 @@ describe('file request links with tus-js-client and Chromium', function () {
       await browser.close();
     }
     expect(await eventually(() => receivedSha(owner.apiKey, request).catch(() => ''), (s) => s === sha(content))).to.equal(sha(content));
+  });
+
+  itWithChromium('when the owner creates a request in the web app (/app), then it is listed with its upload link and limits, and closing it takes it off the list', async () => {
+    const owner = await t.account();
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1000, height: 1400 } });
+      page.on('dialog', (dialog) => void dialog.accept());
+      await page.goto(t.url('/app'));
+      await page.getByLabel('API key').fill(owner.apiKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'File requests' }).waitFor();
+      await page.getByLabel('Title').fill('Contracts');
+      await page.getByLabel('Most files').fill('4');
+      await page.getByLabel('Largest file (MiB)').fill('2');
+      await page.getByRole('button', { name: 'Create request' }).click();
+      const list = page.getByRole('list', { name: 'Open file requests' });
+      await list.getByText('0 of 4 received, at most 2.0 MiB each').waitFor();
+      const [made] = (await call(t.url('/api/v1/requests'), { key: owner.apiKey })).body.requests;
+      expect(made).to.include({ title: 'Contracts', max_files: 4, max_file_size: 2 * MiB });
+      expect(await list.getByRole('link').getAttribute('href')).to.equal(made.upload_link);
+      await page.locator('#requests').screenshot({ path: join(dir, 'app-requests.png') });
+      await page.getByRole('button', { name: 'Close Contracts' }).click();
+      await list.getByText('No open requests.').waitFor();
+      expect((await call(t.url(`/api/v1/requests/${made.request_id}`), { key: owner.apiKey })).status).to.equal(404);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('when the upload page is built, then its JS and CSS together are under 250 KB gzipped', async () => {
+    const manifest = JSON.parse(await readFile(join(WEB_DIST, 'manifest.json'), 'utf8'));
+    let total = 0;
+    for (const name of [manifest.request.js, manifest.request.css]) total += gzipSync(await readFile(join(WEB_DIST, name)), { level: 9 }).length;
+    expect(total).to.be.above(10_000).and.below(250 * 1024);
   });
 });
