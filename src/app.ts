@@ -99,7 +99,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
   if (deps.requests) {
-    const links = requestLinkRoutes({ requests: deps.requests.service, limits: deps.requests.limits, files, resumable: deps.resumable, uploadGate, accountSlots: deps.accountSlots, bodyRate: deps.bodyRate, tokenFailures, metrics, publicUrl });
+    const links = requestLinkRoutes({ requests: deps.requests.service, limits: deps.requests.limits, files, resumable: deps.resumable, uploadGate, accountSlots: deps.accountSlots, bodyRate: deps.bodyRate, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl });
     app.use(links.routes()).use(links.allowedMethods());
   }
   app.use(healthRoutes(deps.readiness).routes());

@@ -82,7 +82,7 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, meaning: 'The plan\'s requests per minute or per day are used up.' },
   too_many_uploads: { status: 429, meaning: 'The account already runs as many uploads as its plan allows at once.' },
   too_many_failures: { status: 429, meaning: 'This address sent too many bad API keys, unknown download links, wrong link passwords or wrong admin tokens; until the lockout ends, it is refused even with the right link password or admin token.' },
-  link_password_locked: { status: 429, meaning: 'The download link had too many wrong passwords from all addresses; its password is refused, right or wrong, until the lock ends.' },
+  link_password_locked: { status: 429, meaning: 'The download link (or file request) had too many wrong passwords from all addresses; its password is refused, right or wrong, until the lock ends.' },
   password_checks_busy: { status: 429, meaning: 'Too many link passwords are being checked on this instance at once; nothing was checked or counted.' },
   request_link_limited: { status: 429, meaning: 'This address sent too many requests, or started too many uploads, through file request links (REQUEST_LINK_REQUESTS_PER_MINUTE, REQUEST_LINK_UPLOADS_PER_HOUR).' },
   headers_too_large: { status: 431, meaning: 'The request headers are too large.' },

@@ -23,6 +23,9 @@ import type { FileRequest, FileRequests } from '../requests/service.js';
 import type { AuthState } from './auth.js';
 import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
 import { basicPassword } from './download-route.js';
+import type { GuessOutcome, PasswordGuard } from '../files/download.js';
+import { verifiedLately, verifyPassword } from '../files/link-password.js';
+import { passwordGuard } from './password-guard.js';
 import { receiveFile } from './multipart.js';
 import { tooManyFailures } from './rate-limit.js';
 import { requestPage } from './request-page.js';
@@ -38,6 +41,8 @@ export interface RequestLinkDeps {
   limits: RequestLinkLimits;
   /** Unknown tokens and wrong passwords per client address (shared with download links). */
   tokenFailures: FailureLimits;
+  /** Wrong passwords per request, from all addresses (the limiter of download links' passwords, keyed apart). */
+  passwordFailures: FailureLimits;
   metrics?: Metrics;
   publicUrl: string;
 }
@@ -52,8 +57,31 @@ type Ctx = RouterContext<RequestLinkState>;
 const limited = (seconds: number) =>
   new AppError('request_link_limited', 'Too many requests or uploads from this address through file request links; try again later', { 'Retry-After': String(seconds) });
 
+/**
+ * The request's password from `Authorization: Basic`, under the limits of a
+ * download link's (password-guard.ts): the address's failures and the
+ * request's wrong passwords from all addresses, counted before the check. A
+ * password verified lately costs no scrypt (a page's every tus request
+ * carries it), as for links.
+ */
+async function checkPassword(authorization: string | undefined, hash: string, requestId: string, guard: PasswordGuard): Promise<void> {
+  const password = basicPassword(authorization);
+  if (password === undefined) throw requestErrors.passwordRequired();
+  // Keyed apart from link ids (UUIDs) in the per-link limiter they share.
+  const key = `request:${requestId}`;
+  if (verifiedLately(password, hash)) return guard.check(key);
+  const settle = await guard.reserve(key);
+  let outcome: GuessOutcome = 'unchecked';
+  try {
+    outcome = (await verifyPassword(password, hash)) ? 'right' : 'wrong';
+  } finally {
+    await settle(outcome);
+  }
+  if (outcome === 'wrong') throw requestErrors.wrongPassword();
+}
+
 /** The guard of every /r/ route; see the top of this file. */
-function linkGuard({ requests, limits, tokenFailures, metrics }: RequestLinkDeps): Middleware<RequestLinkState> {
+function linkGuard({ requests, limits, tokenFailures, passwordFailures, metrics }: RequestLinkDeps): Middleware<RequestLinkState> {
   return async (ctx, next) => {
     const address = ctx.ip;
     // A Redis that fails lets the request go on, as the other limits do; the owner's plan still bounds it.
@@ -72,15 +100,7 @@ function linkGuard({ requests, limits, tokenFailures, metrics }: RequestLinkDeps
       if (err instanceof AppError && err.code === 'request_not_found') await tokenFailures.fail(address).catch(() => 0);
       throw err;
     }
-    if (open.passwordHash !== null) {
-      const password = basicPassword(ctx.get('Authorization') || undefined);
-      if (password === undefined) throw requestErrors.passwordRequired();
-      // Counted before it is checked (as link passwords: issue 38), given back when right.
-      const reserved = await tokenFailures.reserve(address).catch(() => 0);
-      if (reserved > 0) throw tooManyFailures(tokenFailures, reserved, metrics);
-      if (!(await requests.checkPassword(open, password))) throw requestErrors.wrongPassword();
-      await tokenFailures.refund(address).catch(() => {});
-    }
+    if (open.passwordHash !== null) await checkPassword(ctx.get('Authorization') || undefined, open.passwordHash, open.request.id, passwordGuard({ address: tokenFailures, link: passwordFailures, metrics }, address));
     ctx.state.caller = open.owner;
     ctx.state.fileRequest = open.request;
     await next();

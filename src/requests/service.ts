@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { toPlan } from '../accounts/plans.js';
 import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
-import { hashPassword, verifyPassword } from '../files/link-password.js';
+import { hashPassword } from '../files/link-password.js';
 import { LISTED, toFileListing, type FileListing } from '../files/record.js';
 import { requestErrors } from './errors.js';
 import { isUploadOf, storageKeyOfUpload, takePlace } from './places.js';
@@ -161,10 +161,6 @@ export class FileRequests {
     return isUploadOf(this.prisma, requestId, uploadId);
   }
 
-  /** Whether `password` is the request's (scrypt, as a link's). */
-  checkPassword(open: OpenRequest, password: string): Promise<boolean> {
-    return open.passwordHash === null ? Promise.resolve(true) : verifyPassword(password, open.passwordHash);
-  }
 }
 
 /**

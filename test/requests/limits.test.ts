@@ -12,12 +12,26 @@ describe('file requests: places given back, and per-address limits', function ()
   this.timeout(30_000);
   let t: TestServer;
   before(async () => {
-    t = await startTestServer('pglite', { REQUEST_LINK_REQUESTS_PER_MINUTE: '20', REQUEST_LINK_UPLOADS_PER_HOUR: '6', GC_INTERVAL: '0' });
+    t = await startTestServer('pglite', { REQUEST_LINK_REQUESTS_PER_MINUTE: '20', REQUEST_LINK_UPLOADS_PER_HOUR: '6', GC_INTERVAL: '0', LINK_PASSWORD_FAILURE_LIMIT: '2' });
   });
   after(async () => t?.close());
 
   const createUpload = (request: { upload_link: string }) =>
     call(t.url(`${linkPath(request)}/uploads`), { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': metadata({ filename: 'x.bin' }) } });
+
+  it('when a request takes more wrong passwords than LINK_PASSWORD_FAILURE_LIMIT, then its password is locked, right or wrong, and another request\'s is not', async () => {
+    const { apiKey } = await t.account();
+    const request = await newRequest(t, apiKey, { password: 'right one' });
+    const other = await newRequest(t, apiKey, { password: 'right one' });
+    const page = (r: { upload_link: string }, password: string) => call(t.url(linkPath(r)), { headers: { Authorization: `Basic ${Buffer.from(`:${password}`).toString('base64')}` } });
+    expect((await page(request, 'wrong 1')).body.error.code).to.equal('wrong_password');
+    expect((await page(request, 'wrong 2')).body.error.code).to.equal('wrong_password');
+    const locked = await page(request, 'wrong 3');
+    expect(locked.status).to.equal(429);
+    expect(locked.body.error.code).to.equal('link_password_locked');
+    expect((await page(request, 'right one')).body.error.code).to.equal('link_password_locked');
+    expect((await page(other, 'right one')).status).to.equal(200);
+  });
 
   it('when a tus upload through a full request expires unfinished and is swept, then its place comes back', async () => {
     const { apiKey } = await t.account();
@@ -34,7 +48,7 @@ describe('file requests: places given back, and per-address limits', function ()
   it('when one address starts more uploads than REQUEST_LINK_UPLOADS_PER_HOUR, then 429 request_link_limited with Retry-After, and nothing more is stored', async () => {
     const { apiKey, accountId } = await t.account();
     const request = await newRequest(t, apiKey, {});
-    // The test before started 3 uploads from this address: 3 more reach the limit of 6.
+    // The tests before started 3 uploads from this address: 3 more reach the limit of 6.
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await sendFile(t.server.url, request, `f${i}.txt`, 'x'));
     expect(answers.map((a) => a.status)).to.deep.equal([201, 201, 201, 429]);
