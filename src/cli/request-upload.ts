@@ -1,7 +1,8 @@
 // `dropstream upload <path> --request <upload_link>`: sends a file through
 // someone's file request (issue 45), as an outsider: no API key, the link
 // is the credential (a password, when the request has one, as Basic auth).
-// The file streams from disk in one multipart body; the answer is a receipt.
+// The file streams from disk in one multipart body (files from 64 MiB, or
+// with --resumable, go through tus: resumable-upload.ts); the answer is a receipt.
 import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
@@ -11,14 +12,21 @@ import { networkError, responseError } from './transfer-http.js';
 /** The whole upload gets at most this long without an answer once the body is sent; the body itself has no deadline (its size is unknown). */
 const ANSWER_TIMEOUT_MS = 60_000;
 
-export async function uploadToRequest(path: string, size: number, link: string, password: string | undefined, multipart: (filename: string) => { contentType: string; head: Buffer; tail: Buffer }): Promise<Record<string, unknown>> {
-  let url: URL;
+/** The upload link, checked (http(s), a path ending in /r/<token>), without a trailing slash. */
+export function requestUploadUrl(link: string): string {
+  const trimmed = link.replace(/\/+$/, '');
+  let url: URL | undefined;
   try {
-    url = new URL(`${link.replace(/\/+$/, '')}/files`);
+    url = new URL(trimmed);
   } catch {
-    throw new CliError(`--request must be an upload link (https://.../r/<token>), not ${JSON.stringify(link)}`);
+    url = undefined;
   }
-  if (!/^https?:$/.test(url.protocol) || !/\/r\/[A-Za-z0-9_-]+\/files$/.test(url.pathname)) throw new CliError(`--request must be an upload link (https://.../r/<token>), not ${JSON.stringify(link)}`);
+  if (!url || !/^https?:$/.test(url.protocol) || !/\/r\/[A-Za-z0-9_-]+$/.test(url.pathname)) throw new CliError(`--request must be an upload link (https://.../r/<token>), not ${JSON.stringify(link)}`);
+  return trimmed;
+}
+
+export async function uploadToRequest(path: string, size: number, link: string, password: string | undefined, multipart: (filename: string) => { contentType: string; head: Buffer; tail: Buffer }): Promise<Record<string, unknown>> {
+  const url = new URL(`${requestUploadUrl(link)}/files`);
   const { contentType, head, tail } = multipart(basename(path));
   const body = Readable.from(
     (async function* () {

@@ -14,7 +14,7 @@ import { LINK_RULE_OPTIONS, LINK_RULE_USAGE, linkRules } from './commands/files.
 import { DOWNLOAD, download } from './download.js';
 import { createProgress } from './progress.js';
 import { RESUMABLE_THRESHOLD, resumableUpload } from './resumable-upload.js';
-import { uploadToRequest } from './request-upload.js';
+import { requestUploadUrl, uploadToRequest } from './request-upload.js';
 import { apiUrl, errno, Interrupted, networkError, onSigint, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
 
 export const UPLOAD: Command = {
@@ -91,7 +91,16 @@ async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const requestLink = text(values, 'request');
   if (requestLink !== undefined) {
     // --password is the request's own then; the other rules are the owner's to set, not the sender's.
-    const receipt = await uploadToRequest(path, await regularFileSize(path), requestLink, text(values, 'password'), (name) => multipartFraming(name));
+    const size = await regularFileSize(path);
+    const password = text(values, 'password');
+    if (values.resumable || (!values.plain && size >= RESUMABLE_THRESHOLD)) {
+      const authorization = password === undefined ? undefined : `Basic ${Buffer.from(`:${password}`).toString('base64')}`;
+      const endpoint = new URL(`${requestUploadUrl(requestLink)}/uploads`);
+      const showProgress = values.progress === true || process.stderr.isTTY === true;
+      process.stdout.write(`${await resumableUpload({ endpoint, key: '', path, size, showProgress, metadata: {}, fresh: values.fresh === true, env, request: { authorization } })}\n`);
+      return;
+    }
+    const receipt = await uploadToRequest(path, size, requestLink, password, (name) => multipartFraming(name));
     process.stdout.write(`${JSON.stringify(receipt)}\n`);
     return;
   }

@@ -58,4 +58,18 @@ describe('dropstream requests, and upload --request', function () {
     expect(refused.code).to.equal(1);
     expect(refused.stderr).to.include('request_not_found');
   });
+
+  it('when upload --request --resumable sends a file, then it goes through tus at the link (no key) and prints the receipt', async () => {
+    const owner = await t.account();
+    const request = await json(['requests', 'create', '--max-files', '1', '--key', owner.apiKey]);
+    const link = request.upload_link.replace(PUBLIC_URL, t.server.url);
+    await writeFile(join(dir, 'big.bin'), randomBytes(400_000));
+    const sent = await runToExit([bin, 'upload', join(dir, 'big.bin'), '--request', link, '--resumable'], { cwd: dir, env: { ...env, DROPSTREAM_API_KEY: '' }, deadlineMs: 30_000 });
+    expect(sent.code, sent.stderr).to.equal(0);
+    expect(JSON.parse(sent.stdout)).to.deep.equal({ success: true, filename: 'big.bin', size: 400_000 });
+    // A tus upload leaves its row (until it expires), in the owner's account; a plain one leaves none.
+    expect(await t.server.db.prisma.resumableUpload.count({ where: { accountId: owner.accountId } })).to.equal(1);
+    const got = await call(t.url(`/api/v1/requests/${request.request_id}`), { key: owner.apiKey });
+    expect(got.body.files.map((f: any) => [f.filename, f.size])).to.deep.equal([['big.bin', 400_000]]);
+  });
 });
