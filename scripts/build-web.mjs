@@ -17,7 +17,8 @@ export async function buildWeb() {
   await rm(outdir, { recursive: true, force: true });
   await mkdir(outdir, { recursive: true });
   const result = await build({
-    entryPoints: { app: join(root, 'web', 'main.ts') },
+    // The web app, and the upload page of a file request (/r/{token}), built from the same parts.
+    entryPoints: { app: join(root, 'web', 'main.ts'), request: join(root, 'web', 'request.ts') },
     bundle: true,
     format: 'esm',
     target: ['es2022'],
@@ -30,11 +31,11 @@ export async function buildWeb() {
     logLevel: 'warning',
   });
   const names = Object.keys(result.metafile.outputs).map((path) => basename(path));
-  const js = names.find((name) => name.endsWith('.js'));
-  const css = names.find((name) => name.endsWith('.css'));
-  if (!js || !css) throw new Error(`build-web: expected one .js and one .css, got ${names.join(', ')}`);
+  const entry = (name, ext) => names.find((file) => file.startsWith(`${name}-`) && file.endsWith(ext));
+  const [js, css, requestJs, requestCss] = [entry('app', '.js'), entry('app', '.css'), entry('request', '.js'), entry('request', '.css')];
+  if (!js || !css || !requestJs || !requestCss) throw new Error(`build-web: expected a .js and a .css per page, got ${names.join(', ')}`);
   const assets = (await readdir(outdir)).filter((name) => name !== 'manifest.json');
-  await writeFile(join(outdir, 'manifest.json'), `${JSON.stringify({ js, css, assets }, null, 2)}\n`);
+  await writeFile(join(outdir, 'manifest.json'), `${JSON.stringify({ js, css, request: { js: requestJs, css: requestCss }, assets }, null, 2)}\n`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await buildWeb();

@@ -30,6 +30,9 @@ import type { FailureLimits } from './limits/failure-limits.js';
 import type { RequestLimits } from './limits/request-limits.js';
 import type { Metrics } from './metrics.js';
 import type { WebhookEndpoints } from './webhooks/endpoints.js';
+import type { FileRequests } from './requests/service.js';
+import type { RequestLinkLimits } from './limits/request-link-limits.js';
+import { requestLinkRoutes } from './http/request-link-routes.js';
 
 export interface AppDeps {
   accounts: AccountService;
@@ -41,6 +44,8 @@ export interface AppDeps {
   resumable?: ResumableUploads;
   /** The account's webhooks under /api/v1/webhooks. */
   webhooks?: WebhookEndpoints;
+  /** File requests: the owner's routes under /api/v1/requests, the outsider's under /r/{token}, with their per-address limits. */
+  requests?: { service: FileRequests; limits: RequestLinkLimits };
   uploadGate: UploadGate;
   /** Uploads per account at once (the plan's concurrent_uploads). */
   concurrencySlots: ConcurrencySlots;
@@ -84,7 +89,7 @@ export function createApp(deps: AppDeps): Koa {
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks });
+  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service });
   const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',
@@ -98,6 +103,10 @@ export function createApp(deps: AppDeps): Koa {
   if (deps.corsOrigins?.length) app.use(corsFor(deps.corsOrigins));
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
+  if (deps.requests) {
+    const requestLinks = requestLinkRoutes({ requests: deps.requests.service, limits: deps.requests.limits, uploads: deps.uploads, resumable: deps.resumable, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl });
+    app.use(requestLinks.routes()).use(requestLinks.allowedMethods());
+  }
   app.use(healthRoutes(deps.readiness).routes());
   const docs = docsRoutes(publicUrl);
   app.use(docs.routes()).use(docs.allowedMethods());

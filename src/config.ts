@@ -125,6 +125,8 @@ const schema = z
     RESUMABLE_TAKEOVER_TIMEOUT: integer(0, 600).default(10),
     AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
+    REQUEST_LINK_REQUESTS_PER_MINUTE: integer(1, 1_000_000).default(120),
+    REQUEST_LINK_UPLOADS_PER_HOUR: integer(1, 1_000_000).default(60),
     LINK_PASSWORD_FAILURE_LIMIT: integer(1, 1_000_000).default(100),
     LINK_PASSWORD_LOCK: integer(1, 30 * 86_400).default(3600),
     WEBHOOK_MAX_BACKOFF: integer(1, 86_400).default(300),
@@ -261,6 +263,8 @@ const schema = z
     /** Failed API keys, and unknown download links, allowed per client address and minute before 429. */
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     linkFailureLimit: env.LINK_FAILURE_LIMIT,
+    /** File request links (/r/...), per client address: requests a minute, uploads started an hour (src/limits/request-link-limits.ts). */
+    requestLinkLimits: { requestsPerMinute: env.REQUEST_LINK_REQUESTS_PER_MINUTE, uploadsPerHour: env.REQUEST_LINK_UPLOADS_PER_HOUR },
     /**
      * Wrong passwords one link may take from all addresses within the lock's
      * length (counted from the first); the one past it locks the link's

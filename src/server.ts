@@ -42,6 +42,8 @@ import { untrustedForwardLog } from './http/client-address.js';
 import type { StoreCallObserver } from './storage/store-deadlines.js';
 import { WebhookEndpoints } from './webhooks/endpoints.js';
 import { Relay, type RelayOptions } from './webhooks/relay.js';
+import { FileRequests } from './requests/service.js';
+import { RequestLinkLimits } from './limits/request-link-limits.js';
 
 /** A server built and not listening: Fastify's `build()` and `ready()` in one. */
 export interface BuiltServer {
@@ -324,6 +326,8 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     links: services.links,
     resumable: services.resumable,
     webhooks: services.webhooks,
+    // File requests (issue 45): their service and the per-address limits of their links.
+    requests: { service: new FileRequests(db.prisma), limits: new RequestLinkLimits({ redis, keyPrefix: config.redisKeyPrefix, ...config.requestLinkLimits }) },
     uploadGate: tools.uploadGate,
     concurrencySlots: services.concurrencySlots,
     bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },

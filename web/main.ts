@@ -7,6 +7,7 @@ import './app.css';
 import { Api, ApiError, type Stats } from './api.js';
 import { h } from './dom.js';
 import { filesView } from './files-view.js';
+import { requestsView } from './requests-view.js';
 import { statsView } from './stats-view.js';
 import { startUploader } from './uploader.js';
 
@@ -70,6 +71,7 @@ function appView(api: Api): void {
   clearError();
   const stats = statsView(api, report);
   const files = filesView(api, report, () => void stats.reload());
+  const requests = requestsView(api, report);
   const uploads = h('div', { id: 'uploader' });
   const signOut = h('button', { type: 'button', id: 'sign-out', onclick: () => {
     endSession?.();
@@ -82,6 +84,7 @@ function appView(api: Api): void {
       errorBox,
       h('section', { id: 'upload', 'aria-labelledby': 'upload-title' }, h('h2', { id: 'upload-title' }, 'Upload'), uploads),
       files.element,
+      requests.element,
       stats.element),
   );
   const stopUploader = startUploader(uploads, api, () => {
@@ -94,6 +97,7 @@ function appView(api: Api): void {
     stopUploader();
   };
   void files.reload();
+  void requests.reload();
   void stats.reload();
 }
 

@@ -9,6 +9,7 @@ import { CliError } from './cli-error.js';
 import { closest, HelpShown, usageErrorFor, UsageError, type Command } from './args.js';
 import { ADMIN_COMMANDS, runAdmin } from './commands/admin.js';
 import { FILE_COMMANDS, runFiles } from './commands/files.js';
+import { REQUEST_COMMANDS, runRequests } from './commands/requests.js';
 import { MIGRATE, SERVE, migrate, serve } from './commands/serve.js';
 import { nodeVersionWarning } from './preflight.js';
 
@@ -18,14 +19,14 @@ async function transferCommands(): Promise<Command[]> {
 }
 
 /** Commands of two words (`accounts create`), by their first. */
-const GROUPS = ['accounts', 'keys', 'plans', 'files', 'links'];
+const GROUPS = ['accounts', 'keys', 'plans', 'files', 'links', 'requests'];
 
 const version = () => (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 /** The usage text; loadtest's usage is imported only when this is printed. */
 async function usage(): Promise<string> {
   const { LOADTEST_USAGE } = await import('./loadtest/options.js');
-  const lines = [SERVE, MIGRATE, ...ADMIN_COMMANDS, ...FILE_COMMANDS, ...(await transferCommands())].map((command) => `  dropstream ${command.usage}`);
+  const lines = [SERVE, MIGRATE, ...ADMIN_COMMANDS, ...FILE_COMMANDS, ...REQUEST_COMMANDS, ...(await transferCommands())].map((command) => `  dropstream ${command.usage}`);
   return `usage:
 ${lines.join('\n')}
 ${LOADTEST_USAGE}
@@ -50,7 +51,7 @@ const unknownCommand = (command: string, known: string[]) => {
 async function findCommand(argv: string[]): Promise<{ command: Command; args: string[] } | undefined> {
   const [first, second, ...rest] = argv;
   const transfers = first === 'upload' || first === 'download' ? await transferCommands() : [];
-  const all = [SERVE, MIGRATE, ...ADMIN_COMMANDS, ...FILE_COMMANDS, ...transfers];
+  const all = [SERVE, MIGRATE, ...ADMIN_COMMANDS, ...FILE_COMMANDS, ...REQUEST_COMMANDS, ...transfers];
   if (first && GROUPS.includes(first)) {
     const group = all.filter((command) => command.name.startsWith(`${first} `));
     const names = group.map((command) => command.name.slice(first.length + 1));
@@ -102,6 +103,7 @@ export async function main(argv: string[]): Promise<boolean> {
   if (command === MIGRATE) await migrate(args);
   else if (ADMIN_COMMANDS.includes(command)) await runAdmin(command, args);
   else if (FILE_COMMANDS.includes(command)) await runFiles(command, args);
+  else if (REQUEST_COMMANDS.includes(command)) await runRequests(command, args);
   else {
     const { transfer } = await import('./transfer.js');
     await transfer(command.name as 'upload' | 'download', args);

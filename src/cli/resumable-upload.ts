@@ -35,7 +35,19 @@ export interface ResumableUploadOptions {
   fresh: boolean;
   /** Where the store of unfinished uploads is (XDG_CACHE_HOME, HOME). */
   env: NodeJS.ProcessEnv;
+  /**
+   * Through a file request's upload link (`<link>/uploads`) instead of the
+   * API: `authorization` is the request's Basic password or none (no key is
+   * sent), and the answer is the receipt, not a link (the file is the owner's).
+   */
+  request?: { authorization?: string };
 }
+
+/** The Authorization header of the upload's requests: the key's, or a file request's password (or none). */
+const authorizationOf = (options: ResumableUploadOptions): Record<string, string> => {
+  if (!options.request) return { Authorization: `Bearer ${options.key}` };
+  return options.request.authorization ? { Authorization: options.request.authorization } : {};
+};
 
 /** Retried: no answer at all, 5xx, 409/423 (another request still holds the upload), 429 (rate limit). */
 function retryable(err: DetailedError): boolean {
@@ -133,7 +145,7 @@ async function send(options: ResumableUploadOptions, { onProgress, onResumed, on
   };
   const upload: Upload = new Upload(createReadStream(path), {
     endpoint: endpoint.href,
-    headers: { Authorization: `Bearer ${key}` },
+    headers: authorizationOf(options),
     metadata: { filename: basename(path), ...options.metadata },
     uploadSize: size,
     retryDelays: RETRY_DELAYS,
@@ -168,7 +180,7 @@ async function send(options: ResumableUploadOptions, { onProgress, onResumed, on
   if (options.fresh) {
     // Give back the slots the old ones hold; one already gone is no matter.
     for (const old of previous) {
-      if (old.uploadUrl) await Upload.terminate(old.uploadUrl, { headers: { Authorization: `Bearer ${key}` }, retryDelays: [] }).catch(() => {});
+      if (old.uploadUrl) await Upload.terminate(old.uploadUrl, { headers: authorizationOf(options), retryDelays: [] }).catch(() => {});
       await store.removeUpload(old.urlStorageKey);
     }
   } else if (previous[0]) {
@@ -233,6 +245,8 @@ export async function resumableUpload(options: ResumableUploadOptions): Promise<
         progress.waiting(delayMs > 0 ? `retry in ${Math.ceil(delayMs / 1000)} s` : 'retrying');
       },
     });
+    // A file request's upload answers no link (the file is its owner's): the receipt a plain upload through it gets.
+    if (options.request) return JSON.stringify({ success: true, filename: basename(path), size });
     return await linkOf(new URL(uploadUrl), key);
   } catch (err) {
     if (err instanceof CliError) throw err;

@@ -14,16 +14,19 @@ import { LINK_RULE_OPTIONS, LINK_RULE_USAGE, linkRules } from './commands/files.
 import { DOWNLOAD, download } from './download.js';
 import { createProgress } from './progress.js';
 import { RESUMABLE_THRESHOLD, resumableUpload } from './resumable-upload.js';
+import { requestUploadUrl, uploadToRequest } from './request-upload.js';
 import { apiUrl, errno, Interrupted, networkError, onSigint, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
 
 export const UPLOAD: Command = {
   name: 'upload',
   usage: `upload <path> [--server URL] [--key KEY] [--progress] [--resumable | --plain] [--fresh]
-                  ${LINK_RULE_USAGE}`,
+                  ${LINK_RULE_USAGE}
+       upload <path> --request UPLOAD_LINK [--password PW]`,
   summary:
     'Uploads a file and prints its public link. From 64 MiB on (or with --resumable) it goes resumable (tus): an upload cut off or ' +
     'interrupted with Ctrl-C continues where it stopped when the same command runs again (--fresh starts over). ' +
-    '--expires-in (seconds, or 90m, 12h, 7d), --max-downloads and --password set the rules of its public link.',
+    '--expires-in (seconds, or 90m, 12h, 7d), --max-downloads and --password set the rules of its public link. ' +
+    'With --request, it goes through a file request\'s upload link (no key; --password is the request\'s) and prints the receipt.',
   options: {
     server: { type: 'string' },
     key: { type: 'string' },
@@ -31,6 +34,8 @@ export const UPLOAD: Command = {
     resumable: { type: 'boolean' },
     plain: { type: 'boolean' },
     fresh: { type: 'boolean' },
+    // Through someone's file request (its upload_link) instead of into your account: no key.
+    request: { type: 'string' },
     ...LINK_RULE_OPTIONS,
   },
   positionals: { min: 1, max: 1 },
@@ -83,6 +88,22 @@ async function whyRefused(server: URL, key: string, size: number): Promise<CliEr
 async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values, positionals } = parseCommand(UPLOAD, args);
   const path = positionals[0]!;
+  const requestLink = text(values, 'request');
+  if (requestLink !== undefined) {
+    // --password is the request's own then; the other rules are the owner's to set, not the sender's.
+    const size = await regularFileSize(path);
+    const password = text(values, 'password');
+    if (values.resumable || (!values.plain && size >= RESUMABLE_THRESHOLD)) {
+      const authorization = password === undefined ? undefined : `Basic ${Buffer.from(`:${password}`).toString('base64')}`;
+      const endpoint = new URL(`${requestUploadUrl(requestLink)}/uploads`);
+      const showProgress = values.progress === true || process.stderr.isTTY === true;
+      process.stdout.write(`${await resumableUpload({ endpoint, key: '', path, size, showProgress, metadata: {}, fresh: values.fresh === true, env, request: { authorization } })}\n`);
+      return;
+    }
+    const receipt = await uploadToRequest(path, size, requestLink, password, (name) => multipartFraming(name));
+    process.stdout.write(`${JSON.stringify(receipt)}\n`);
+    return;
+  }
   if (values.resumable && values.plain) throw new UsageError(`--resumable and --plain exclude each other\n${usageOf(UPLOAD)}`);
   const rules = linkRules(values);
   // As the API takes them: text fields (multipart) or Upload-Metadata (tus).

@@ -43,7 +43,9 @@ export class UploadSweptError extends Error {
  * way of uploading ends here (multipart today, resumable uploads too). If the
  * record is gone or claimed (the sweeper judged the upload abandoned),
  * nothing is written and UploadSweptError is thrown; the caller then
- * removes the object as for any failed upload.
+ * removes the object as for any failed upload. A file request's upload
+ * (src/requests/places.ts) carries its request_id on the pending record,
+ * and the file row takes it from there.
  */
 export async function commitFile(prisma: PrismaClient, file: StoredFile, newId: () => number = newFileId): Promise<FileRecord> {
   for (let attempt = 1; ; attempt++) {
@@ -86,9 +88,9 @@ async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): P
   const expiresAt = file.expiresIn === undefined ? null : after(now, file.expiresIn);
   const rows = await prisma.$queryRaw<FileColumns[]>`
     WITH claimed AS (${claimForFileSql(file.storageKey, now)}), inserted AS (
-      INSERT INTO files (id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at)
+      INSERT INTO files (id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at, request_id)
       SELECT ${id}, ${file.accountId}, ${file.filename}, ${BigInt(file.size)}, ${file.sha256}, storage_key, ${newLinkToken()}, 0, ${now}::timestamp(3),
-        ${expiresAt}::timestamp(3)
+        ${expiresAt}::timestamp(3), request_id
       FROM claimed
       RETURNING *
     ), linked AS (${primaryLinkSql('inserted', file.primaryLink ?? {}, now)}), counted AS (
@@ -97,7 +99,7 @@ async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): P
         ${storedFromReservationSql('claimed')}
       FROM inserted, claimed WHERE accounts.id = inserted.account_id
     ), evented AS (${fileEventSql('file.uploaded', 'inserted', now)})
-    SELECT id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at FROM inserted`;
+    SELECT id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at, request_id FROM inserted`;
   const row = rows[0];
   if (!row) throw new UploadSweptError(file.storageKey);
   return fromFileColumns(row);

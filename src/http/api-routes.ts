@@ -23,6 +23,8 @@ import { pagination, parseListQuery } from './list-query.js';
 import { linkRoutes } from './link-routes.js';
 import type { WebhookEndpoints } from '../webhooks/endpoints.js';
 import { webhookRoutes } from './webhook-routes.js';
+import type { FileRequests } from '../requests/service.js';
+import { requestRoutes } from './request-routes.js';
 
 export interface ApiDeps {
   accounts: AccountService;
@@ -44,6 +46,8 @@ export interface ApiDeps {
   resumable?: ResumableUploads;
   /** The account's webhooks; absent: no /webhooks routes. */
   webhooks?: WebhookEndpoints;
+  /** The account's file requests; absent: no /requests routes. */
+  requests?: FileRequests;
 }
 
 /** File ids are drawn from 1..MAX_FILE_ID (src/files/file-rows.ts): ten digits at most. */
@@ -56,7 +60,7 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks }: ApiDeps) {
+export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks, requests }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
@@ -98,6 +102,8 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
   linkRoutes(router, guard, { links, publicUrl, parseFileId });
 
   if (webhooks) webhookRoutes(router, guard, { webhooks });
+
+  if (requests) requestRoutes(router, guard, { requests, publicUrl });
 
   if (resumable) tusRoutes(router, guard, { resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl });
 

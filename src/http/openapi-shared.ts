@@ -104,6 +104,7 @@ export const fileFields = (publicUrl: string) => ({
   download_count: count('Completed whole-file downloads.'),
   public_link: { type: 'string', format: 'uri', pattern: `^${escapeRegExp(publicUrl)}/download/[A-Za-z0-9_-]+$`, description: 'Public download URL (the file\'s primary link); the link is the credential.' },
   expires_at: optionalDate('When the file expires (the upload\'s `expires_in`): from then on every link to it answers 410 `link_expired`, and the sweeper deletes it. Null: it never expires.'),
+  request_id: { type: ['string', 'null'], description: 'The file request it came through (`/requests/{request_id}`); null for the account\'s own uploads.' },
 }) satisfies Record<string, Schema>;
 
 /** A spec date (UTC) or null. */

@@ -29,6 +29,7 @@ export function webhookSchemas(): Record<string, Schema> {
     upload_date: DATE,
     download_count: count('Complete downloads, this one included for file.downloaded.'),
     expires_at: optionalDate('When the file expires; null: never.'),
+    request_id: { type: ['string', 'null'], description: 'The file request it came through; null for the account\'s own uploads.' },
   }, 'The file as the API shows it (without public_link), plus its SHA-256.');
   const envelope = (type: string, data: Schema): Schema =>
     object({ type: { type: 'string', const: type }, timestamp: { type: 'string', format: 'date-time', description: 'When the event happened, RFC 3339.' }, data });

@@ -11,6 +11,7 @@ import { ERROR_CODE_NAMES, ERROR_CODES } from '../error-codes.js';
 import { linkPaths, linkSchema } from './openapi-links.js';
 import { tusPaths, withTus } from './openapi-tus.js';
 import { webhookEvents, webhookPaths, webhookSchemas } from './openapi-webhooks.js';
+import { requestPaths, requestSchemas } from './openapi-requests.js';
 import {
   API_KEY,
   apiErrors,
@@ -59,6 +60,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
       File: object(fileFields(publicUrl), 'A file record.'),
       Link: linkSchema(publicUrl),
       ...webhookSchemas(),
+      ...requestSchemas(publicUrl),
       Pagination: object({
         page: { type: 'integer', minimum: 1, description: 'Current page number.' },
         limit: { type: 'integer', minimum: 1, maximum: 100, description: 'Items per page.' },
@@ -308,12 +310,13 @@ export function openApiDocument(publicUrl: string): OpenApiDocument {
       { name: 'links', description: 'A file\'s public links: list them, make more with their own expiry, download limit and password, revoke or rotate them.' },
       { name: 'uploads', description: 'Resumable uploads (tus 1.0.0): create, write from an offset, ask the offset, terminate.' },
       { name: 'webhooks', description: 'Signed event deliveries to the account\'s own URLs (Standard Webhooks): add, list, remove, rotate the secret, see deliveries. The events sent are under `webhooks`.' },
+      { name: 'requests', description: 'File requests: upload links through which people without an account send files into the account (the owner\'s routes need the key; the `/r/{token}` routes do not).' },
       { name: 'account', description: 'Statistics and plan limits.' },
       { name: 'downloads', description: 'Public download links, without a key.' },
       { name: 'operations', description: 'Liveness and readiness.' },
       { name: 'docs', description: 'This description and its viewer.' },
     ],
-    paths: { ...apiPaths(publicUrl), ...linkPaths(), ...webhookPaths(), ...tusPaths(publicUrl), ...publicPaths() },
+    paths: { ...apiPaths(publicUrl), ...linkPaths(), ...webhookPaths(), ...requestPaths(), ...tusPaths(publicUrl), ...publicPaths() },
     webhooks: webhookEvents(),
     components: withTus(components(publicUrl)),
   };

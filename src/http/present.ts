@@ -16,6 +16,8 @@ export function presentFile(file: FileListing, publicUrl: string) {
     download_count: file.downloadCount,
     public_link: publicLink(publicUrl, file.linkToken),
     expires_at: formatOptionalDate(file.expiresAt),
+    // The file request it came through (src/requests/); null for the owner's own uploads.
+    request_id: file.requestId ?? null,
   };
 }
 

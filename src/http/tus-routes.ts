@@ -41,6 +41,24 @@ export interface TusDeps {
   metrics?: Metrics;
   /** Base of public links and of upload URLs, without a trailing slash. */
   publicUrl: string;
+  /** Where else the protocol is served (file requests: /r/{token}/uploads); absent: /api/v1/uploads for the key's account. */
+  scope?: TusScope;
+}
+
+/**
+ * The same protocol for someone uploading on the caller's behalf (a file
+ * request, src/http/request-link-routes.ts): the guard sets ctx.state.caller
+ * to the owner; the scope says where uploads live, what an upload must also
+ * take when created (its place), which uploads the requester may touch, and
+ * what it must not be told (options, the file's id and link, the listing).
+ */
+export interface TusScope {
+  /** The upload URLs' path for this request (without a trailing slash). */
+  base: (ctx: Ctx) => string;
+  /** After an upload is created, before any body is read; a throw terminates the upload and answers the error. */
+  created: (ctx: Ctx, upload: UploadStatus) => Promise<void>;
+  /** Before a HEAD, PATCH or DELETE: throws (404) when `id` is no upload of this scope. */
+  owns: (ctx: Ctx, id: string) => Promise<void>;
 }
 
 type Ctx = RouterContext<AuthState>;
@@ -86,6 +104,16 @@ interface Tus extends TusDeps {
   base: string;
 }
 
+/** The upload URLs' path of this request: the API's, or the scope's. */
+const baseOf = (tus: Tus, ctx: Ctx) => (tus.scope ? tus.scope.base(ctx) : tus.base);
+
+/** The upload id of the path, checked against the scope when there is one. */
+async function scopedUploadId(tus: Tus, ctx: Ctx): Promise<string> {
+  const id = uploadId(ctx);
+  await tus.scope?.owns(ctx, id);
+  return id;
+}
+
 /** Adds the tus routes to the API router, each behind `guard` (api-routes.ts: the same apiGuard as every API route). */
 export function tusRoutes(router: Router<AuthState>, guard: Middleware<AuthState>, deps: TusDeps): void {
   const tus: Tus = { ...deps, base: `${new URL(deps.publicUrl).pathname.replace(/\/+$/, '')}/api/v1/uploads` };
@@ -96,6 +124,8 @@ export function tusRoutes(router: Router<AuthState>, guard: Middleware<AuthState
   router.head('/uploads/:id', ...guarded, (ctx) => uploadOffset(tus, ctx));
   router.patch('/uploads/:id', closeUnreadBody, ...guarded, (ctx) => appendToUpload(tus, ctx));
   router.delete('/uploads/:id', ...guarded, (ctx) => terminateUpload(tus, ctx));
+  // A scope (a file request) has no JSON view or listing: they show the owner's files and uploads.
+  if (deps.scope) return;
   router.get('/uploads/:id', ...guarded, (ctx) => uploadAsJson(tus, ctx));
   router.get('/uploads', ...guarded, (ctx) => listUploads(tus.resumable, tus.base, ctx));
 }
@@ -105,7 +135,8 @@ const enterSlot = (tus: Tus, ctx: Ctx) => enterUpload(tus.uploadGate, tus.concur
 
 function answer(tus: Tus, ctx: Ctx, status: number, upload: UploadStatus): void {
   ctx.status = status;
-  ctx.set(statusHeaders(upload, tus.publicUrl));
+  // A scope's requester is not told the file's id or link: only that the upload is complete.
+  ctx.set(statusHeaders(tus.scope ? { ...upload, file: undefined } : upload, tus.publicUrl));
 }
 
 /** OPTIONS: what this server supports. */
@@ -139,8 +170,9 @@ async function createUpload(tus: Tus, ctx: Ctx): Promise<void> {
   const creation: Creation = {
     lengthHeader: length,
     rawFilename: metadata.get('filename')?.toString('utf8') ?? '',
+    // A scope's requester does not choose the owner's file options: the plan's retention applies.
     options: withRetention(
-      parseUploadOptions(new Map([...metadata].filter(([key]) => isOptionName(key)).map(([key, value]) => [key, value.toString('utf8')]))),
+      tus.scope ? {} : parseUploadOptions(new Map([...metadata].filter(([key]) => isOptionName(key)).map(([key, value]) => [key, value.toString('utf8')]))),
       ctx.state.caller.plan.maxExpiresIn,
     ),
   };
@@ -162,7 +194,16 @@ async function create(tus: Tus, ctx: Ctx, creation: Creation): Promise<UploadSta
     options,
   });
   tus.metrics?.resumableCreated.inc();
-  ctx.set('Location', `${tus.base}/${created.id}`);
+  if (tus.scope) {
+    try {
+      await tus.scope.created(ctx, created);
+    } catch (err) {
+      // Refused (a file request's place): the upload goes at once, with its daily slot.
+      await tus.resumable.terminate(ctx.state.caller, created.id).catch(() => {});
+      throw err;
+    }
+  }
+  ctx.set('Location', `${baseOf(tus, ctx)}/${created.id}`);
   return created;
 }
 
@@ -203,13 +244,13 @@ async function afterFailedFirstBody(tus: Tus, ctx: Ctx, id: string, failure: unk
 
 /** HEAD: where the upload stands. */
 async function uploadOffset(tus: Tus, ctx: Ctx): Promise<void> {
-  answer(tus, ctx, 200, await tus.resumable.status(ctx.state.caller, uploadId(ctx)));
+  answer(tus, ctx, 200, await tus.resumable.status(ctx.state.caller, await scopedUploadId(tus, ctx)));
   ctx.set('Cache-Control', 'no-store');
 }
 
 /** PATCH: streams the body into the upload at Upload-Offset, under an upload slot. */
 async function appendToUpload(tus: Tus, ctx: Ctx): Promise<void> {
-  const id = uploadId(ctx);
+  const id = await scopedUploadId(tus, ctx);
   if (ctx.get('Content-Type') !== TUS_CONTENT_TYPE) {
     throw new AppError('unsupported_media_type', `PATCH bodies must be ${TUS_CONTENT_TYPE}`);
   }
@@ -262,7 +303,7 @@ async function receive(tus: Tus, ctx: Ctx, id: string, offset: number, length?: 
 
 /** DELETE: termination. */
 async function terminateUpload(tus: Tus, ctx: Ctx): Promise<void> {
-  await tus.resumable.terminate(ctx.state.caller, uploadId(ctx));
+  await tus.resumable.terminate(ctx.state.caller, await scopedUploadId(tus, ctx));
   ctx.status = 204;
 }
 

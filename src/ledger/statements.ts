@@ -14,7 +14,7 @@ import { Prisma } from '../generated/prisma/client.js';
 export const claimForFileSql = (storageKey: string, now: Date) => Prisma.sql`
   DELETE FROM pending_objects
   WHERE storage_key = ${storageKey} AND (claimed_until IS NULL OR claimed_until <= ${now}::timestamp(3))
-  RETURNING storage_key, reserved_bytes`;
+  RETURNING storage_key, reserved_bytes, request_id`;
 
 /**
  * Commit: the assignment, in the statement's UPDATE of `accounts`, that takes
@@ -36,3 +36,23 @@ export const queueRemovalsSql = (removed: 'removed', now: Date) => Prisma.sql`
 /** A condition on `alias` (a table with storage_key): its tus upload's record still holds it (not yet a file). */
 export const holdsResumableSql = (alias: 'r') =>
   Prisma.sql`EXISTS (SELECT 1 FROM pending_objects p WHERE p.storage_key = ${Prisma.raw(alias)}.storage_key AND p.reason = 'resumable')`;
+
+// File requests (src/requests/places.ts): a place of a request is held by an
+// upload's record carrying its request_id, so dropping the record (abort,
+// termination, expiry, sweep) gives the place back in the same statement.
+
+/** The uploads in flight holding a place of `requestId`, counted (an SQL integer). */
+export const placesInFlightSql = (requestId: string) =>
+  Prisma.sql`(SELECT count(*) FROM pending_objects WHERE request_id = ${requestId} AND reason <> 'delete')::integer`;
+
+/** Marks the upload of `storageKey` as holding a place of `requestId` where `condition` holds: one row, or none. */
+export const markPlaceSql = (storageKey: string, requestId: string, condition: Prisma.Sql) => Prisma.sql`
+  UPDATE pending_objects SET request_id = ${requestId}
+  WHERE storage_key = ${storageKey} AND reason <> 'delete' AND ${condition}`;
+
+/** One row while the upload of `storageKey` still has its record. */
+export const recordOfSql = (storageKey: string) => Prisma.sql`SELECT 1 AS ok FROM pending_objects WHERE storage_key = ${storageKey}`;
+
+/** A condition on `alias` (a table with storage_key): its upload's record holds a place of `requestId`. */
+export const holdsPlaceSql = (alias: 'r', requestId: string) =>
+  Prisma.sql`EXISTS (SELECT 1 FROM pending_objects p WHERE p.storage_key = ${Prisma.raw(alias)}.storage_key AND p.request_id = ${requestId})`;

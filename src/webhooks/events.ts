@@ -14,7 +14,8 @@ const FILE_DATA = Prisma.sql`jsonb_build_object(
       'file_id', f.id, 'filename', f.filename, 'size', f.size, 'sha256', f.sha256,
       'upload_date', to_char(f.created_at, 'YYYY-MM-DD HH24:MI:SS'),
       'download_count', f.download_count,
-      'expires_at', to_char(f.expires_at, 'YYYY-MM-DD HH24:MI:SS'))`;
+      'expires_at', to_char(f.expires_at, 'YYYY-MM-DD HH24:MI:SS'),
+      'request_id', f.request_id)`;
 
 /** One message per enabled endpoint of the account (f.account_id) that asked for `type`, with `data` as the body's data. */
 const messagesSql = (type: EventType, data: Prisma.Sql, from: Prisma.Sql, now: Date) => Prisma.sql`

@@ -4,8 +4,9 @@ import { call, uploadFile } from '../helpers/client.js';
 import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
 import { sharedServer } from '../helpers/shared.js';
 
-// The spec's six fields and expires_at (issue 23: null unless the upload asked for an expiry).
-const FILE_FIELDS = ['download_count', 'expires_at', 'file_id', 'filename', 'public_link', 'size', 'upload_date'];
+// The spec's six fields, expires_at (issue 23: null unless the upload asked for an expiry) and
+// request_id (issue 45: null unless the file came through a file request).
+const FILE_FIELDS = ['download_count', 'expires_at', 'file_id', 'filename', 'public_link', 'request_id', 'size', 'upload_date'];
 
 for (const backend of backends) {
   describe(`files: list, info, delete (${backend})`, () => {

@@ -12,12 +12,15 @@ import { eventually } from '../helpers/raw-upload.js';
 import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
 import { create, head, patch, terminate, uploadUrl } from '../helpers/tus.js';
 import { sharedServer } from '../helpers/shared.js';
+import { multipartBody, multipartType } from '../helpers/multipart.js';
 
 const doc = openApiDocument(PUBLIC_URL);
 const DOC_ID = 'https://dropstream.test/openapi.json';
 const METHODS = ['get', 'post', 'delete', 'head', 'options', 'patch'] as const;
 /** Operations outside the key-protected API. */
 const PUBLIC_PATHS = ['/download/{token}', '/healthz', '/readyz', '/app', '/docs', '/openapi.json', '/'];
+/** A file request's routes (issue 45): public too, with the link's guard (a request's password is Basic, as a link's). */
+const REQUEST_LINK_PATHS = ['/r/{token}', '/r/{token}/files', '/r/{token}/uploads', '/r/{token}/uploads/{upload_id}'];
 
 const pointerPart = (part: string) => encodeURIComponent(part.replace(/~/g, '~0').replace(/\//g, '~1'));
 
@@ -101,13 +104,14 @@ describe('OpenAPI document', () => {
 
   it('when an /api/v1 operation is documented, then it requires the bearer key and documents 401, 403, 429 and 500', () => {
     expect(doc.components.securitySchemes.bearerAuth).to.include({ type: 'http', scheme: 'bearer' });
-    const api = operations().filter(({ path }) => !PUBLIC_PATHS.includes(path));
+    const api = operations().filter(({ path }) => !PUBLIC_PATHS.includes(path) && !REQUEST_LINK_PATHS.includes(path));
     expect(api.map(({ path, method }) => `${method} ${path}`).sort()).to.deep.equal(
       [
         'delete /files/{file_id}', 'delete /files/{file_id}/links/{link_id}', 'delete /uploads/{upload_id}', 'get /files', 'get /files/{file_id}',
         'get /files/{file_id}/links', 'get /stats', 'get /uploads', 'get /uploads/{upload_id}', 'head /uploads/{upload_id}', 'options /uploads', 'patch /uploads/{upload_id}',
         'post /files/upload', 'post /files/{file_id}/links', 'post /uploads',
         'delete /webhooks/{webhook_id}', 'get /webhooks', 'get /webhooks/{webhook_id}/deliveries', 'post /webhooks', 'post /webhooks/{webhook_id}/rotate-secret',
+        'get /requests', 'post /requests', 'get /requests/{request_id}', 'delete /requests/{request_id}',
       ].sort(),
     );
     for (const { path, method, op } of api) {
@@ -126,8 +130,19 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('when a file request\'s link operation is documented, then it needs no key and documents the link\'s 401 (Basic), 404, 410 and 429', () => {
+    const open = operations().filter(({ path }) => REQUEST_LINK_PATHS.includes(path));
+    // The page; the plain upload; tus OPTIONS, POST, HEAD, PATCH, DELETE.
+    expect(open).to.have.length(7);
+    for (const { path, method, op } of open) {
+      expect(op.security, `${method} ${path}`).to.deep.equal([]);
+      expect(JSON.stringify(op.responses['401']), `${method} ${path}`).to.include('BasicChallenge');
+      for (const status of ['404', '410', '429']) expect(op.responses, `${method} ${path}`).to.have.property(status);
+    }
+  });
+
   it('when a path lives outside /api/v1, then its servers name the root of the origin it is served from', () => {
-    for (const path of ['/download/{token}', '/healthz', '/readyz', '/app', '/docs', '/']) {
+    for (const path of ['/download/{token}', '/healthz', '/readyz', '/app', '/docs', '/', ...REQUEST_LINK_PATHS]) {
       expect(doc.paths[path]?.servers, path).to.deep.equal([{ url: '/', description: 'Outside the versioned API' }]);
     }
     expect(doc.paths['/openapi.json']?.servers).to.equal(undefined);
@@ -190,7 +205,7 @@ describe('OpenAPI document', () => {
 
   it('when a file has an ISO date with a T or a zone, then the File schema refuses it', () => {
     const validate = schemaAt('/components/schemas/File');
-    const file = { file_id: 1, filename: 'a', size: 0, download_count: 0, public_link: `${PUBLIC_URL}/download/abc`, upload_date: '2026-11-21 23:24:04', expires_at: null };
+    const file = { file_id: 1, filename: 'a', size: 0, download_count: 0, public_link: `${PUBLIC_URL}/download/abc`, upload_date: '2026-11-21 23:24:04', expires_at: null, request_id: null };
     expect(validate(file)).to.equal(true);
     expect(validate({ ...file, upload_date: '2026-11-21T23:24:04' })).to.equal(false);
     expect(validate({ ...file, upload_date: '2026-11-21 23:24:04Z' })).to.equal(false);
@@ -310,6 +325,33 @@ for (const backend of backends) {
       const exhausted = await call(t.url(limited.public_link));
       expect(exhausted.status).to.equal(410);
       expectDocumented(exhausted, '/download/{token}', 'get');
+    });
+
+    it('when a file request is made, refused, listed, got, sent a file, refused through its link and closed, then every answer matches the document', async () => {
+      const { apiKey: own } = await t.account();
+      const post = (body: string) => call(t.url('/api/v1/requests'), { method: 'POST', key: own, headers: { 'Content-Type': 'application/json' }, body });
+      const made = await post(JSON.stringify({ title: 'Docs', max_files: 1 }));
+      expect(made.status).to.equal(201);
+      expectDocumented(made, '/requests', 'post');
+      expectDocumented(await post('{"max_files":0}'), '/requests', 'post');
+      expectDocumented(await call(t.url('/api/v1/requests'), { key: own }), '/requests', 'get');
+      const path = new URL(made.body.request.upload_link).pathname;
+      const send = () => call(t.url(`${path}/files`), { method: 'POST', headers: { 'Content-Type': multipartType() }, body: new Uint8Array(multipartBody([{ name: 'file', filename: 'r.txt', content: 'request' }])) });
+      const sent = await send();
+      expect(sent.status).to.equal(201);
+      expectDocumented(sent, '/r/{token}/files', 'post');
+      const full = await send();
+      expect(full.status).to.equal(410);
+      expectDocumented(full, '/r/{token}/files', 'post');
+      const id = made.body.request.request_id;
+      const got = await call(t.url(`/api/v1/requests/${id}`), { key: own });
+      expect(got.body.files).to.have.length(1);
+      expectDocumented(got, '/requests/{request_id}', 'get');
+      expectDocumented(await call(t.url(`/api/v1/requests/${id}`), { method: 'DELETE', key: own }), '/requests/{request_id}', 'delete');
+      const closed = await send();
+      expect(closed.status).to.equal(404);
+      expectDocumented(closed, '/r/{token}/files', 'post');
+      expectDocumented(await call(t.url(`/api/v1/requests/${id}`), { key: own }), '/requests/{request_id}', 'get');
     });
 
     it('when webhooks are made, refused, listed, rotated, asked for deliveries and removed, then every answer matches the document, and so do the events written', async () => {

@@ -1,0 +1,156 @@
+// The OpenAPI description of file requests (issue 45, docs/file-requests.md):
+// the owner's four operations under /api/v1/requests, and the outsider's
+// routes under /r/{token} (no key: the link is the credential).
+import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
+import { API_KEY, apiErrors, codes, count, error, json, object, ok, optionalDate, type Operation, type PathItem, ref, type Response, type Schema, success, uploadTooMany, uploadTooSlow, escapeRegExp } from './openapi-shared.js';
+import { MAX_REQUEST_FILES } from './request-routes.js';
+
+const OUTSIDE = [{ url: '/', description: 'Outside the versioned API' }];
+const DATE = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: '`YYYY-MM-DD HH:MM:SS`, UTC.' };
+
+export function requestSchemas(publicUrl: string): Record<string, Schema> {
+  return {
+    FileRequest: object({
+      request_id: { type: 'string', pattern: '^req_[A-Za-z0-9_-]{16}$', description: 'Identifier of the request; used in paths.' },
+      title: { type: ['string', 'null'], description: 'Shown on the upload page.' },
+      upload_link: { type: 'string', format: 'uri', pattern: `^${escapeRegExp(publicUrl)}/r/[A-Za-z0-9_-]{22}$`, description: 'Where outsiders upload (the page, `/files`, `/uploads`); the token is as unguessable as a download link\'s.' },
+      max_files: { type: ['integer', 'null'], minimum: 1, description: 'Files it accepts in all (files received and uploads in progress); null: no limit.' },
+      max_file_size: { type: ['integer', 'null'], minimum: 1, description: 'Bytes per file; the smaller of this and the plan\'s `max_file_size` applies. Null: the plan\'s.' },
+      expires_at: optionalDate('When the link stops taking files (410 `request_expired`); null: never.'),
+      files_received: count('Files received through it and still in the account.'),
+      has_password: { type: 'boolean', description: 'Whether outsiders must send its password (HTTP Basic, any user name).' },
+      created_at: DATE,
+    }, 'A file request of the account.'),
+  };
+}
+
+const newRequestBody: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    title: { type: 'string', minLength: 1, maxLength: 200 },
+    max_files: { type: 'integer', minimum: 1, maximum: MAX_REQUEST_FILES },
+    max_file_size: { type: 'integer', minimum: 1 },
+    expires_in: { type: 'integer', minimum: 1, maximum: MAX_OPTION_INT, description: 'Seconds from now.' },
+    password: { type: 'string', minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+  },
+};
+
+export function requestPaths(): Record<string, PathItem> {
+  const request = ref('schemas', 'FileRequest');
+  const notFound = error(`No such request in this account (another account's, or a closed one, gives the same answer): ${codes('request_not_found')}.`);
+  const idParameter = { name: 'request_id', in: 'path' as const, required: true, description: 'The request\'s `request_id`.', schema: { type: 'string' } };
+  const own = (op: Omit<Operation, 'tags' | 'security'>): Operation => ({ ...op, tags: ['requests'], security: API_KEY });
+  return {
+    '/requests': {
+      get: own({
+        operationId: 'listRequests',
+        summary: 'List the account\'s open file requests, newest first',
+        parameters: [ref('parameters', 'Page'), ref('parameters', 'Limit')],
+        responses: { '200': success('One page.', object({ success: ok, requests: { type: 'array', items: request }, pagination: ref('schemas', 'Pagination') })), ...apiErrors, '400': error(`${codes('invalid_parameter')}.`) },
+      }),
+      post: own({
+        operationId: 'createRequest',
+        summary: 'Make a file request: an upload link for people without an account',
+        description: 'Files sent through its link land in this account as ordinary files (with `request_id`), counted against the plan like the owner\'s own uploads.',
+        requestBody: { required: true, content: json(newRequestBody) },
+        responses: { '201': success('The new request.', object({ success: ok, request })), ...apiErrors, '400': error(`A bad body: ${codes('invalid_file_request')}.`) },
+      }),
+    },
+    '/requests/{request_id}': {
+      parameters: [idParameter],
+      get: own({
+        operationId: 'getRequest',
+        summary: 'A file request and the files it received',
+        responses: { '200': success('The request; its files newest first.', object({ success: ok, request, files: { type: 'array', items: ref('schemas', 'File') } })), ...apiErrors, '404': notFound },
+      }),
+      delete: own({
+        operationId: 'closeRequest',
+        summary: 'Close a file request (its link answers 404; received files stay)',
+        responses: { '200': success('Closed.', object({ success: ok, message: { type: 'string' } })), ...apiErrors, '404': notFound },
+      }),
+    },
+    ...linkPaths(),
+  };
+}
+
+/** The outsider's routes: every one passes the link's guard, so every one may answer these. */
+function linkPaths(): Record<string, PathItem> {
+  const tokenParameter = { name: 'token', in: 'path' as const, required: true, description: 'The token of the request\'s `upload_link`.', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{22}$' } };
+  const guard: Record<string, Response> = {
+    '401': error(`The request has a password: none was sent (${codes('password_required')}) or it is wrong (${codes('wrong_password')}, counted toward the address's failures); with \`WWW-Authenticate: Basic\`.`, { 'WWW-Authenticate': ref('headers', 'BasicChallenge') }, false),
+    '404': error(`Unknown or closed request: ${codes('request_not_found')}.`, {}, false),
+    '410': error(`${codes('request_expired')}, or (uploads) ${codes('request_full')}: its \`max_files\` are taken by files received and uploads in progress.`, {}, false),
+    '429': error(`Per client address: ${codes('request_link_limited')} (\`REQUEST_LINK_REQUESTS_PER_MINUTE\`, \`REQUEST_LINK_UPLOADS_PER_HOUR\`), ${codes('too_many_failures')} (unknown tokens, wrong passwords); the owner's ${codes('too_many_uploads')}.`, { 'Retry-After': ref('headers', 'Retry-After') }, false),
+    '500': error(`${codes('internal_error')}.`, {}, false),
+  };
+  const link = (op: Omit<Operation, 'tags' | 'security'>): Operation => ({ ...op, tags: ['requests'], security: [], responses: { ...guard, ...op.responses } });
+  const owners = error(`The owner's limits, as the owner would get them: ${codes('file_too_large')} (the smaller of the plan's and the request's \`max_file_size\`), ${codes('daily_upload_limit')}, ${codes('storage_quota_exceeded')}.`, {}, false);
+  const tusNote = 'tus 1.0.0 with the same extensions, limits and takeover rules as `/api/v1/uploads`; the upload is the owner\'s. An upload takes a place of `max_files` when it is created and gives it back when it is terminated or expires. Answers never carry the file\'s id or link; there is no listing and no JSON view.';
+  return {
+    '/r/{token}': {
+      servers: OUTSIDE,
+      parameters: [tokenParameter],
+      get: link({
+        operationId: 'requestPage',
+        summary: 'The upload page of a file request (HTML)',
+        description: 'Choose or drop files; each goes up through tus with a progress bar. Same CSP as `/app`.',
+        responses: { '200': { description: 'The page.', content: { 'text/html': { schema: { type: 'string' } } } } },
+      }),
+    },
+    '/r/{token}/files': {
+      servers: OUTSIDE,
+      parameters: [tokenParameter],
+      post: link({
+        operationId: 'sendFileToRequest',
+        summary: 'Send one file through a file request (multipart, as `/files/upload`)',
+        description: 'One part named `file`. Other fields are ignored (the owner\'s file options are not the sender\'s to choose). The answer is a receipt.',
+        requestBody: { required: true, content: { 'multipart/form-data': { schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' } } } } } },
+        responses: {
+          '201': { description: 'Stored in the owner\'s account.', content: json(object({ success: ok, filename: { type: 'string' }, size: count('Bytes.') })) },
+          '400': error(`${codes('invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'invalid_filename', 'upload_aborted')}.`, {}, false),
+          '403': owners,
+          '408': uploadTooSlow,
+          '503': error(`${codes('store_unavailable')} or ${codes('server_busy')}.`, { 'Retry-After': ref('headers', 'Retry-After') }, false),
+        },
+      }),
+    },
+    '/r/{token}/uploads': {
+      servers: OUTSIDE,
+      parameters: [tokenParameter],
+      options: link({ operationId: 'requestTusOptions', summary: 'What the tus server supports (Tus-Max-Size: the file size that applies)', description: tusNote, responses: { '204': { description: 'Capabilities.' } } }),
+      post: link({
+        operationId: 'createRequestUpload',
+        summary: 'Create a resumable upload through a file request',
+        description: tusNote,
+        responses: {
+          '201': { description: 'Created; `Location` is `/r/{token}/uploads/<upload_id>`.' },
+          '400': error(`Bad tus headers: ${codes('invalid_upload_length', 'invalid_upload_metadata', 'invalid_filename')}.`, {}, false),
+          '403': owners,
+          '412': error(`${codes('tus_version_unsupported')}.`, {}, false),
+          '503': error(`${codes('store_unavailable')} or ${codes('server_busy')}.`, { 'Retry-After': ref('headers', 'Retry-After') }, false),
+        },
+      }),
+    },
+    '/r/{token}/uploads/{upload_id}': {
+      servers: OUTSIDE,
+      parameters: [tokenParameter, ref('parameters', 'UploadId')],
+      head: link({ operationId: 'getRequestUploadOffset', summary: 'Ask where to continue', description: tusNote, responses: { '200': { description: '`Upload-Offset` and `Upload-Length`.' } } }),
+      patch: link({
+        operationId: 'appendToRequestUpload',
+        summary: 'Write bytes at the offset',
+        description: tusNote,
+        responses: {
+          '204': { description: 'Stored.' },
+          '400': error(`${codes('invalid_upload_offset', 'upload_length_exceeded', 'upload_aborted')}.`, {}, false),
+          '403': owners,
+          '408': uploadTooSlow,
+          '409': error(`${codes('upload_offset_mismatch', 'upload_busy')}.`, {}, false),
+          '429': uploadTooMany,
+          '460': error(`${codes('checksum_mismatch')}.`, {}, false),
+        },
+      }),
+      delete: link({ operationId: 'terminateRequestUpload', summary: 'Terminate an unfinished upload (its place comes back)', description: tusNote, responses: { '204': { description: 'Terminated.' }, '409': error(`${codes('upload_complete', 'upload_busy')}.`, {}, false) } }),
+    },
+  };
+}

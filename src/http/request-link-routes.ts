@@ -1,0 +1,170 @@
+// The outsider's side of a file request (issue 45): no API key, the link's
+// token (and its password, when it has one) is the credential. Every route
+// passes one guard: the address's limits (request-link-limits.ts), the
+// token resolved to the open request and its owner, the password. Uploads
+// are the owner's (its caller, with max_file_size narrowed to the
+// request's) through the same services as /api/v1: the plain upload and tus
+// (tus-routes.ts with a scope); each takes a place of the request
+// (src/requests/places.ts) before any byte is read.
+import Router, { type RouterContext } from '@koa/router';
+import type { Middleware } from 'koa';
+import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
+import { fileErrors } from '../files/errors.js';
+import type { ResumableUploads } from '../tus/uploads.js';
+import type { PlainUploads } from '../uploads/service.js';
+import type { UploadGate } from '../limits/upload-gate.js';
+import { withRetention } from '../files/upload-options.js';
+import { AppError } from '../errors.js';
+import type { FailureLimits } from '../limits/failure-limits.js';
+import type { RequestLinkLimits } from '../limits/request-link-limits.js';
+import type { Metrics } from '../metrics.js';
+import { requestErrors } from '../requests/errors.js';
+import type { FileRequest, FileRequests } from '../requests/service.js';
+import type { AuthState } from './auth.js';
+import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
+import { basicPassword } from './download-route.js';
+import type { GuessOutcome, PasswordGuard } from '../links/download.js';
+import { verifiedLately, verifyPassword } from '../links/link-password.js';
+import { passwordGuard } from './password-guard.js';
+import { receiveFile } from './multipart.js';
+import { tooManyFailures } from './rate-limit.js';
+import { requestPage } from './request-page.js';
+import { tusRoutes } from './tus-routes.js';
+
+export interface RequestLinkDeps {
+  requests: FileRequests;
+  uploads: PlainUploads;
+  resumable?: ResumableUploads;
+  uploadGate: UploadGate;
+  concurrencySlots: ConcurrencySlots;
+  bodyRate: BodyRateOptions;
+  limits: RequestLinkLimits;
+  /** Unknown tokens and wrong passwords per client address (shared with download links). */
+  tokenFailures: FailureLimits;
+  /** Wrong passwords per request, from all addresses (the limiter of download links' passwords, keyed apart). */
+  passwordFailures: FailureLimits;
+  metrics?: Metrics;
+  publicUrl: string;
+}
+
+/** The owner as the caller (AuthState), and the request the link opened. */
+export interface RequestLinkState extends AuthState {
+  fileRequest: FileRequest;
+}
+
+type Ctx = RouterContext<RequestLinkState>;
+
+const limited = (seconds: number) =>
+  new AppError('request_link_limited', 'Too many requests or uploads from this address through file request links; try again later', { 'Retry-After': String(seconds) });
+
+/**
+ * The request's password from `Authorization: Basic`, under the limits of a
+ * download link's (password-guard.ts): the address's failures and the
+ * request's wrong passwords from all addresses, counted before the check. A
+ * password verified lately costs no scrypt (a page's every tus request
+ * carries it), as for links.
+ */
+async function checkPassword(authorization: string | undefined, hash: string, requestId: string, guard: PasswordGuard): Promise<void> {
+  const password = basicPassword(authorization);
+  if (password === undefined) throw requestErrors.passwordRequired();
+  // Keyed apart from link ids (UUIDs) in the per-link limiter they share.
+  const key = `request:${requestId}`;
+  if (verifiedLately(password, hash)) return guard.check(key);
+  const settle = await guard.reserve(key);
+  let outcome: GuessOutcome = 'unchecked';
+  try {
+    outcome = (await verifyPassword(password, hash)) ? 'right' : 'wrong';
+  } finally {
+    await settle(outcome);
+  }
+  if (outcome === 'wrong') throw requestErrors.wrongPassword();
+}
+
+/** The guard of every /r/ route; see the top of this file. */
+function linkGuard({ requests, limits, tokenFailures, passwordFailures, metrics }: RequestLinkDeps): Middleware<RequestLinkState> {
+  return async (ctx, next) => {
+    const address = ctx.ip;
+    // A Redis that fails lets the request go on, as the other limits do; the owner's plan still bounds it.
+    const wait = (await limits.request(address).catch(() => 0)) || (ctx.method === 'POST' ? await limits.upload(address).catch(() => 0) : 0);
+    if (wait > 0) {
+      metrics?.rateLimitRefusals.inc({ reason: 'request_link' });
+      throw limited(wait);
+    }
+    const failedWait = await tokenFailures.waitSeconds(address).catch(() => 0);
+    if (failedWait > 0) throw tooManyFailures(tokenFailures, failedWait, metrics);
+    let open;
+    try {
+      open = await requests.open((ctx.params as { token?: string }).token ?? '');
+    } catch (err) {
+      // Unknown tokens count as unknown download links do: guessing is throttled per address.
+      if (err instanceof AppError && err.code === 'request_not_found') await tokenFailures.fail(address).catch(() => 0);
+      throw err;
+    }
+    if (open.passwordHash !== null) await checkPassword(ctx.get('Authorization') || undefined, open.passwordHash, open.request.id, passwordGuard({ address: tokenFailures, link: passwordFailures, metrics }, address));
+    ctx.state.caller = open.owner;
+    ctx.state.fileRequest = open.request;
+    await next();
+  };
+}
+
+/** /r/{token}: the page, the plain upload and tus. */
+export function requestLinkRoutes(deps: RequestLinkDeps) {
+  const { requests, uploads, resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl } = deps;
+  const router = new Router<RequestLinkState>({ prefix: '/r/:token' });
+  const guard = linkGuard(deps);
+  const basePath = new URL(publicUrl).pathname.replace(/\/+$/, '');
+
+  router.get('/', guard, async (ctx) => requestPage(ctx, ctx.state.fileRequest));
+
+  router.post('/files', guard, async (ctx) => {
+    const caller = ctx.state.caller;
+    const leave = await enterUpload(uploadGate, concurrencySlots, caller);
+    try {
+      await receiveThroughRequest(ctx);
+    } finally {
+      leave();
+    }
+  });
+
+  async function receiveThroughRequest(ctx: Ctx) {
+    const { caller, fileRequest } = ctx.state;
+    const upload = await uploads.start(caller);
+    const cut = new AbortController();
+    const unwatch = watchBodyRate(ctx.req, bodyRate, () => cut.abort(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
+    try {
+      // The place before the first byte: a full request reads no body.
+      await requests.takePlace(fileRequest.id, upload.key);
+      // The outsider's fields (expires_in, password, ...) are not theirs to set on the owner's file: the plan's retention applies.
+      await receiveFile(ctx.req, (filename, stream) => upload.receive(filename, stream, withRetention({}, caller.plan.maxExpiresIn)), cut.signal);
+      unwatch();
+      const file = await upload.commit();
+      metrics?.uploadedBytes.inc(file.size);
+      ctx.status = 201;
+      // A receipt: no file id, no download link (those are the owner's).
+      ctx.body = { success: true, filename: file.filename, size: file.size };
+    } catch (err) {
+      unwatch();
+      await upload.abort();
+      throw err;
+    }
+  }
+
+  if (resumable) {
+    tusRoutes(router as unknown as Router<AuthState>, guard as unknown as Middleware<AuthState>, {
+      resumable,
+      uploadGate,
+      concurrencySlots,
+      bodyRate,
+      metrics,
+      publicUrl,
+      scope: {
+        base: (ctx) => `${basePath}/r/${(ctx.state as RequestLinkState).fileRequest.token}/uploads`,
+        created: (ctx, upload) => requests.takePlaceOfUpload((ctx.state as RequestLinkState).fileRequest.id, upload.id),
+        owns: async (ctx, id) => {
+          if (!(await requests.ownsUpload((ctx.state as RequestLinkState).fileRequest.id, id))) throw new AppError('upload_not_found', 'No such upload through this file request');
+        },
+      },
+    });
+  }
+  return router;
+}

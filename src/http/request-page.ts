@@ -1,0 +1,62 @@
+// The upload page of a file request, GET /r/{token} (web/request.ts): an
+// HTML shell naming the bundled assets (served under /app/assets by
+// web-app-routes.ts) with the request's title and limits as data
+// attributes, under the web app's CSP (no inline script).
+import type { Context } from 'koa';
+import { readFile } from 'node:fs/promises';
+import { notFound } from '../errors.js';
+import type { FileRequest } from '../requests/service.js';
+import { formatOptionalDate } from '../wire-date.js';
+import { APP_CSP, APP_PATH, WEB_DIST } from './web-app-routes.js';
+
+interface Manifest {
+  request?: { js: string; css: string };
+}
+
+const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+let assets: Promise<{ js: string; css: string }> | undefined;
+const load = (dir: string) =>
+  (assets ??= readFile(`${dir}/manifest.json`, 'utf8').then((text) => {
+    const page = (JSON.parse(text) as Manifest).request;
+    if (!page) throw new Error('no request page in the manifest');
+    return page;
+  }).catch((err) => {
+    assets = undefined;
+    throw err;
+  }));
+
+export async function requestPage(ctx: Context, request: FileRequest, dir = WEB_DIST): Promise<void> {
+  let page;
+  try {
+    page = await load(dir);
+  } catch {
+    throw notFound('The upload page is not built: run `npm run build`');
+  }
+  const data = {
+    endpoint: `${ctx.path.replace(/\/+$/, '')}/uploads`,
+    title: request.title ?? '',
+    'max-files': request.maxFiles === null ? '' : String(request.maxFiles),
+    'max-file-size': request.maxFileSize === null ? '' : String(Math.min(request.maxFileSize, ctx.state.caller.plan.maxFileSize)),
+    'expires-at': formatOptionalDate(request.expiresAt) ?? '',
+  };
+  const attributes = Object.entries(data).map(([name, value]) => `data-${name}="${escape(value)}"`).join(' ');
+  ctx.set({ 'Content-Security-Policy': APP_CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' });
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<title>${escape(request.title ?? 'Send files')} - dropstream</title>
+<link rel="stylesheet" href="${APP_PATH}/assets/${page.css}">
+<script type="module" src="${APP_PATH}/assets/${page.js}"></script>
+</head>
+<body>
+<main id="request" ${attributes}><noscript>This page needs JavaScript. Without it: curl -F "file=@yourfile" ${escape(ctx.path.replace(/\/+$/, ''))}/files</noscript></main>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,98 @@
+// The account's file requests (issue 45): create, list, get (with the files
+// received), close. Under /api/v1, behind the same guard as every route.
+// The outsider's side is request-link-routes.ts.
+import { bodyParser } from '@koa/bodyparser';
+import type Router from '@koa/router';
+import type { Middleware } from 'koa';
+import { z } from 'zod';
+import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
+import { requestErrors } from '../requests/errors.js';
+import type { FileRequest, FileRequests, NewFileRequest } from '../requests/service.js';
+import type { AuthState } from './auth.js';
+import { pagination, parseListQuery } from './list-query.js';
+import { formatDate, formatOptionalDate } from '../wire-date.js';
+import { presentFile } from './present.js';
+
+export interface RequestRouteDeps {
+  requests: FileRequests;
+  publicUrl: string;
+}
+
+/** The most files one request may ask for. */
+export const MAX_REQUEST_FILES = 10_000;
+
+const newRequest = z.strictObject({
+  title: z.string().min(1).max(200).optional(),
+  max_files: z.number().int().min(1).max(MAX_REQUEST_FILES).optional(),
+  max_file_size: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+  expires_in: z.number().int().min(1).max(MAX_OPTION_INT).optional(),
+  password: z.string().min(1).refine((p) => [...p].length <= MAX_PASSWORD_LENGTH).optional(),
+});
+
+function parseNewRequest(body: unknown): NewFileRequest {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw requestErrors.invalid('the body must be a JSON object');
+  const result = newRequest.safeParse(body);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    if (issue.code === 'unrecognized_keys') throw requestErrors.invalid(`unknown field "${issue.keys[0]!.slice(0, 64)}"`);
+    const field = String(issue.path[0] ?? '');
+    const wanted: Record<string, string> = {
+      title: 'a string of 1 to 200 characters',
+      max_files: `an integer from 1 to ${MAX_REQUEST_FILES}`,
+      max_file_size: 'a positive integer (bytes)',
+      expires_in: `an integer from 1 to ${MAX_OPTION_INT} (seconds)`,
+      password: `a string of 1 to ${MAX_PASSWORD_LENGTH} characters`,
+    };
+    throw requestErrors.invalid(`${field} must be ${wanted[field] ?? 'valid'}`);
+  }
+  const { title, max_files: maxFiles, max_file_size: maxFileSize, expires_in: expiresIn, password } = result.data;
+  return { title, maxFiles, maxFileSize, expiresIn, password };
+}
+
+const jsonBody: Middleware = bodyParser({
+  enableTypes: ['json'],
+  jsonLimit: '16kb',
+  onError: () => {
+    throw requestErrors.invalid('the body must be a JSON object');
+  },
+});
+
+/** The upload link of a request: PUBLIC_URL/r/<token>. */
+export const uploadLink = (publicUrl: string, token: string) => `${publicUrl}/r/${token}`;
+
+export const presentRequest = (request: FileRequest, publicUrl: string) => ({
+  request_id: request.id,
+  title: request.title,
+  upload_link: uploadLink(publicUrl, request.token),
+  max_files: request.maxFiles,
+  max_file_size: request.maxFileSize,
+  expires_at: formatOptionalDate(request.expiresAt),
+  files_received: request.filesReceived,
+  has_password: request.hasPassword,
+  created_at: formatDate(request.createdAt),
+});
+
+/** Adds the /requests routes to the API router, each behind `guard`. */
+export function requestRoutes(router: Router<AuthState>, guard: Middleware<AuthState>, { requests, publicUrl }: RequestRouteDeps): void {
+  router.post('/requests', guard, jsonBody, async (ctx) => {
+    const request = await requests.create(ctx.state.caller.accountId, parseNewRequest(ctx.request.body));
+    ctx.status = 201;
+    ctx.body = { success: true, request: presentRequest(request, publicUrl) };
+  });
+
+  router.get('/requests', guard, async (ctx) => {
+    const { page, limit } = parseListQuery(ctx.query);
+    const { requests: rows, total } = await requests.list(ctx.state.caller.accountId, page, limit);
+    ctx.body = { success: true, requests: rows.map((r) => presentRequest(r, publicUrl)), pagination: pagination(page, limit, total) };
+  });
+
+  router.get('/requests/:id', guard, async (ctx) => {
+    const { request, files } = await requests.get(ctx.state.caller.accountId, ctx.params.id!);
+    ctx.body = { success: true, request: presentRequest(request, publicUrl), files: files.map((f) => presentFile(f, publicUrl)) };
+  });
+
+  router.delete('/requests/:id', guard, async (ctx) => {
+    await requests.close(ctx.state.caller.accountId, ctx.params.id!);
+    ctx.body = { success: true, message: 'File request closed; the files it received stay' };
+  });
+}

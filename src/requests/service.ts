@@ -1,0 +1,176 @@
+// File requests (issue 45): the owner's side (create, list, get, close) and
+// the outsider's way in (resolve a token to the request and the owner).
+// Uploads through a request are the owner's uploads: the routes call the
+// plain and tus services with the owner's caller (narrowed by forOwner) and
+// take a place (places.ts) for each.
+import { randomBytes } from 'node:crypto';
+import { toPlan } from '../accounts/plans.js';
+import type { Caller } from '../accounts/types.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
+import { hashPassword } from '../links/link-password.js';
+import { LISTED, toFileListing, type FileListing } from '../files/record.js';
+import { requestErrors } from './errors.js';
+import { isUploadOf, storageKeyOfUpload, takePlace } from './places.js';
+
+export interface FileRequest {
+  id: string;
+  accountId: number;
+  token: string;
+  title: string | null;
+  maxFiles: number | null;
+  maxFileSize: number | null;
+  expiresAt: Date | null;
+  hasPassword: boolean;
+  closedAt: Date | null;
+  createdAt: Date;
+  /** Files received and still in the account. */
+  filesReceived: number;
+}
+
+export interface NewFileRequest {
+  title?: string;
+  maxFiles?: number;
+  maxFileSize?: number;
+  /** Seconds from now. */
+  expiresIn?: number;
+  password?: string;
+}
+
+/** The request's id in the API: "req_" and 96 random bits, telling nothing of its token. */
+const newRequestId = () => `req_${randomBytes(12).toString('base64url')}`;
+/** The upload link's secret: 128 random bits, as a download link's token. */
+const newRequestToken = () => randomBytes(16).toString('base64url');
+const REQUEST_ID = /^req_[A-Za-z0-9_-]{16}$/;
+const TOKEN = /^[A-Za-z0-9_-]{22}$/;
+
+type Row = {
+  id: string;
+  accountId: number;
+  token: string;
+  title: string | null;
+  maxFiles: number | null;
+  maxFileSize: bigint | null;
+  expiresAt: Date | null;
+  passwordHash: string | null;
+  closedAt: Date | null;
+  createdAt: Date;
+  _count?: { files: number };
+};
+
+const toRequest = (row: Row): FileRequest => ({
+  id: row.id,
+  accountId: row.accountId,
+  token: row.token,
+  title: row.title,
+  maxFiles: row.maxFiles,
+  maxFileSize: row.maxFileSize === null ? null : Number(row.maxFileSize),
+  expiresAt: row.expiresAt,
+  hasPassword: row.passwordHash !== null,
+  closedAt: row.closedAt,
+  createdAt: row.createdAt,
+  filesReceived: row._count?.files ?? 0,
+});
+
+const withCount = { _count: { select: { files: true } } } as const;
+
+/** An open request an outsider reached, and its owner as the caller of the uploads through it. */
+export interface OpenRequest {
+  request: FileRequest;
+  /** The owner with the plan's limits, max_file_size narrowed to the request's (forOwner). */
+  owner: Caller;
+  passwordHash: string | null;
+}
+
+export class FileRequests {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async create(accountId: number, input: NewFileRequest, now = new Date()): Promise<FileRequest> {
+    const row = await this.prisma.fileRequest.create({
+      data: {
+        id: newRequestId(),
+        accountId,
+        token: newRequestToken(),
+        title: input.title ?? null,
+        maxFiles: input.maxFiles ?? null,
+        maxFileSize: input.maxFileSize === undefined ? null : BigInt(input.maxFileSize),
+        expiresAt: input.expiresIn === undefined ? null : new Date(now.getTime() + input.expiresIn * 1000),
+        passwordHash: input.password === undefined ? null : await hashPassword(input.password),
+        createdAt: now,
+      },
+      include: withCount,
+    });
+    return toRequest(row);
+  }
+
+  /** The account's open requests, newest first. */
+  async list(accountId: number, page: number, limit: number): Promise<{ requests: FileRequest[]; total: number }> {
+    const where = { accountId, closedAt: null };
+    const [total, rows] = await Promise.all([
+      this.prisma.fileRequest.count({ where }),
+      this.prisma.fileRequest.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: (page - 1) * limit, take: limit, include: withCount }),
+    ]);
+    return { total, requests: rows.map(toRequest) };
+  }
+
+  /** The account's open request with the files it received, newest first (at most `maxFiles`). */
+  async get(accountId: number, id: string, maxFiles = 1000): Promise<{ request: FileRequest; files: FileListing[] }> {
+    if (!REQUEST_ID.test(id)) throw requestErrors.notFound();
+    const row = await this.prisma.fileRequest.findFirst({ where: { id, accountId, closedAt: null }, include: withCount });
+    if (!row) throw requestErrors.notFound();
+    const files = await this.prisma.file.findMany({ where: { requestId: id, accountId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: maxFiles, select: LISTED });
+    return { request: toRequest(row), files: files.map(toFileListing) };
+  }
+
+  /** Closes the account's request: its link answers 404 from now on; files received stay. */
+  async close(accountId: number, id: string, now = new Date()): Promise<void> {
+    if (!REQUEST_ID.test(id)) throw requestErrors.notFound();
+    const { count } = await this.prisma.fileRequest.updateMany({ where: { id, accountId, closedAt: null }, data: { closedAt: now } });
+    if (count === 0) throw requestErrors.notFound();
+  }
+
+  /**
+   * The open request of an upload link's token: 404 request_not_found for
+   * an unknown or closed one, 410 request_expired past its expiry. Places
+   * are checked when one is taken (places.ts), not here.
+   */
+  async open(token: string, now = new Date()): Promise<OpenRequest> {
+    if (!TOKEN.test(token)) throw requestErrors.notFound();
+    const row = await this.prisma.fileRequest.findUnique({ where: { token }, include: { ...withCount, account: { select: { plan: true } } } });
+    if (!row || row.closedAt) throw requestErrors.notFound();
+    if (row.expiresAt && row.expiresAt <= now) throw requestErrors.expired();
+    const request = toRequest(row);
+    // The plan is read here, not from the API key cache: no key is involved,
+    // and a changed plan applies to the next upload through the link.
+    return { request, owner: forOwner({ accountId: row.accountId, plan: toPlan(row.account.plan) }, request), passwordHash: row.passwordHash };
+  }
+
+  /** Gives the plain upload of `storageKey` a place of the request (places.ts), or throws why not. */
+  takePlace(requestId: string, storageKey: string): Promise<void> {
+    return takePlace(this.prisma, requestId, storageKey);
+  }
+
+  /** Gives tus upload `uploadId` a place of the request, or throws why not. */
+  async takePlaceOfUpload(requestId: string, uploadId: string): Promise<void> {
+    const storageKey = await storageKeyOfUpload(this.prisma, uploadId);
+    if (!storageKey) throw requestErrors.notFound();
+    await takePlace(this.prisma, requestId, storageKey);
+  }
+
+  /** Whether tus upload `uploadId` is the request's: an outsider's link reaches no other upload of the owner. */
+  ownsUpload(requestId: string, uploadId: string): Promise<boolean> {
+    return isUploadOf(this.prisma, requestId, uploadId);
+  }
+
+}
+
+/**
+ * The owner's caller for an upload through `request`: the plan's limits
+ * (daily uploads, storage, concurrent uploads) stay the owner's; the file
+ * size is the smaller of the plan's and the request's max_file_size, so the
+ * plain and tus services refuse a larger file (413/403 file_too_large) with
+ * no change of their own.
+ */
+export function forOwner(owner: Caller, request: FileRequest): Caller {
+  if (request.maxFileSize === null || request.maxFileSize >= owner.plan.maxFileSize) return owner;
+  return { ...owner, plan: { ...owner.plan, maxFileSize: request.maxFileSize } };
+}
