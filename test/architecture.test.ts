@@ -9,13 +9,19 @@ import { expect } from 'chai';
 /** Top first: a module may import its own layer's modules and those below, never those above. */
 const LAYERS: Record<string, string[]> = {
   'the command line': ['cli'],
+  'listening (a built server on its ports)': ['start', 'connection-cap', 'listener'],
   'the composition root': ['server'],
-  'the process: the Koa app, listening, memory': ['app', 'listener', 'connection-cap', 'idle-collect', 'young-generation', 'malloc-trim', 'request-count'],
+  'the Koa apps': ['app'],
   'HTTP: routes and middleware': ['http'],
-  'features': ['files', 'accounts', 'webhooks'],
-  'services the features stand on': ['limits', 'storage', 'db', 'metrics', 'closers'],
-  'foundations': ['errors', 'error-codes', 'wire-date', 'config', 'client-key', 'utc-day', 'make-dir', 'data-dir', 'admin-token', 'startup-error', 'log-format', 'log-throttle', 'open-files'],
+  'features: file requests, tus, plain uploads, files, links': ['requests', 'tus', 'uploads', 'files', 'links'],
+  'what features stand on: keys and plans, the outbox, limits': ['accounts', 'webhooks', 'limits'],
+  'the upload ledger: pending_objects, daily_uploads, reserved_bytes': ['ledger'],
+  'services: stores, the database, metrics, closers, memory tuning': ['storage', 'db', 'metrics', 'closers', 'memory'],
+  'foundations': ['config', 'admin-token', 'data-dir', 'errors', 'error-codes', 'wire-date', 'client-key', 'utc-day', 'make-dir', 'startup-error', 'log-format', 'log-throttle', 'open-files'],
 };
+
+/** Process-wide tuning (V8 flags, libc): started by the command that runs the server, nothing else. */
+const ONLY_CLI = ['memory'];
 
 const SRC = resolve('src');
 
@@ -113,5 +119,11 @@ describe('the import graph of src/', () => {
     expect([...modules.keys()].filter((name) => !layerOf.has(name)).sort(), 'modules with no layer in LAYERS').to.deep.equal([]);
     const upward = [...modules].flatMap(([from, targets]) => [...targets].filter((to) => layerOf.get(to)! < layerOf.get(from)!).map((to) => `${from} -> ${to}`));
     expect(upward).to.deep.equal([]);
+    expect([...layerOf.keys()].filter((name) => !modules.has(name)).sort(), 'names in LAYERS with no module (renamed or gone)').to.deep.equal([]);
+  });
+
+  it('when process-wide tuning is imported, then only the command line imports it', () => {
+    const importers = [...modules].filter(([from, targets]) => from !== 'cli' && ONLY_CLI.some((name) => targets.has(name))).map(([from]) => from);
+    expect(importers).to.deep.equal([]);
   });
 });
