@@ -4,7 +4,7 @@
 import '@uppy/core/css/style.min.css';
 import '@uppy/dashboard/css/style.min.css';
 import './app.css';
-import { Api, ApiError, type Stats } from './api.js';
+import { API, Api, ApiError, type Stats } from './api.js';
 import { h } from './dom.js';
 import { filesView } from './files-view.js';
 import { requestsView } from './requests-view.js';
@@ -87,10 +87,15 @@ function appView(api: Api): void {
       requests.element,
       stats.element),
   );
-  const stopUploader = startUploader(uploads, api, () => {
-    void files.reload();
-    void stats.reload();
-  }, report);
+  const stopUploader = startUploader(uploads, {
+    endpoint: `${API}/uploads`,
+    headers: { Authorization: api.authorization },
+    onUploaded: () => {
+      void files.reload();
+      void stats.reload();
+    },
+    report,
+  });
   endSession = () => {
     endSession = undefined;
     sessionStorage.removeItem(KEY);

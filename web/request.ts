@@ -6,10 +6,8 @@
 import '@uppy/core/css/style.min.css';
 import '@uppy/dashboard/css/style.min.css';
 import './app.css';
-import Uppy from '@uppy/core';
-import Dashboard from '@uppy/dashboard';
-import Tus from '@uppy/tus';
 import { formatBytes, h } from './dom.js';
+import { startUploader } from './uploader.js';
 
 const root = document.getElementById('request')!;
 const { endpoint, title, maxFiles, maxFileSize, expiresAt } = root.dataset;
@@ -32,43 +30,11 @@ root.append(
   done,
 );
 
-/** The API's own words for a refusal ({"error": {"message"}}), else tus-js-client's. */
-function describe(error: Error & { originalResponse?: { getStatus(): number; getBody(): string } | null }): string {
-  const response = error.originalResponse;
-  if (!response) return error.message;
-  try {
-    const body = JSON.parse(response.getBody()) as { error?: { message?: string } };
-    if (body.error?.message) return `${body.error.message} (${response.getStatus()})`;
-  } catch {
-    // not JSON: fall through
-  }
-  return `The server answered ${response.getStatus()}`;
-}
-
-const uppy = new Uppy({ autoProceed: true, allowMultipleUploadBatches: true })
-  .use(Dashboard, {
-    target,
-    inline: true,
-    width: '100%',
-    height: 320,
-    dragDropTarget: document.body,
-    disableThumbnailGenerator: true,
-    proudlyDisplayPoweredByUppy: false,
-    showProgressDetails: true,
-    hideProgressDetails: false,
-  } as never)
-  .use(Tus, {
-    endpoint: endpoint!,
-    retryDelays: [0, 1000, 3000, 5000, 10000],
-    storeFingerprintForResuming: true,
-    removeFingerprintOnSuccess: true,
-    allowedMetaFields: ['name', 'type'],
-    limit: 3,
-  });
-uppy.on('upload-success', (file) => {
-  if (file) done.append(h('li', {}, `${file.name} (${formatBytes(file.size ?? 0)}): done`));
-});
-uppy.on('upload-error', (_file, error) => {
-  errorBox.textContent = describe(error as never);
-  errorBox.hidden = false;
+startUploader(target, {
+  endpoint: endpoint!,
+  onUploaded: (file) => done.append(h('li', {}, `${file.name} (${formatBytes(file.size)}): done`)),
+  report: (err) => {
+    errorBox.textContent = err instanceof Error ? err.message : String(err);
+    errorBox.hidden = false;
+  },
 });

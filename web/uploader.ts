@@ -1,13 +1,25 @@
-// Uploads through tus (/api/v1/uploads) with Uppy: progress, speed, time
-// left, pause/resume, retries after a dropped connection, and resumption
-// after a reload (tus-js-client keeps each upload's URL in localStorage,
-// keyed by the file's fingerprint, until it completes).
+// Uploads through tus with Uppy: progress, speed, time left, pause/resume,
+// retries after a dropped connection, and resumption after a reload
+// (tus-js-client keeps each upload's URL in localStorage, keyed by the
+// file's fingerprint, until it completes). The web app's uploads
+// (/api/v1/uploads, with the key) and a file request's page (its link's
+// /r/{token}/uploads, no key) are the same widget.
 import Uppy from '@uppy/core';
 import Dashboard from '@uppy/dashboard';
 import Tus from '@uppy/tus';
-import { API, describeFailure, type Api } from './api.js';
+import { describeFailure } from './api.js';
 
-export function startUploader(target: HTMLElement, api: Api, onUploaded: () => void, report: (err: unknown) => void): () => void {
+export interface UploaderOptions {
+  /** The tus endpoint: /api/v1/uploads, or a file request's /r/{token}/uploads. */
+  endpoint: string;
+  /** Sent with every tus request (the API key's Authorization; none through a request link). */
+  headers?: Record<string, string>;
+  onUploaded(file: { name: string; size: number }): void;
+  /** A refusal in the API's words (an ApiError), or tus-js-client's error when no answer came. */
+  report(err: unknown): void;
+}
+
+export function startUploader(target: HTMLElement, { endpoint, headers, onUploaded, report }: UploaderOptions): () => void {
   const uppy = new Uppy({ autoProceed: true, allowMultipleUploadBatches: true })
     .use(Dashboard, {
       target,
@@ -23,8 +35,8 @@ export function startUploader(target: HTMLElement, api: Api, onUploaded: () => v
       hideProgressDetails: false,
     } as never)
     .use(Tus, {
-      endpoint: `${API}/uploads`,
-      headers: { Authorization: api.authorization },
+      endpoint,
+      headers,
       // Retry a dropped connection by itself: tus asks the server where it stopped and goes on from there.
       retryDelays: [0, 1000, 3000, 5000, 10000],
       // Uppy's default, said out loud: the page relies on it to resume after a reload.
@@ -34,7 +46,9 @@ export function startUploader(target: HTMLElement, api: Api, onUploaded: () => v
       allowedMetaFields: ['name', 'type'],
       limit: 3,
     });
-  uppy.on('upload-success', () => onUploaded());
+  uppy.on('upload-success', (file) => {
+    if (file) onUploaded({ name: file.name ?? '', size: file.size ?? 0 });
+  });
   uppy.on('upload-error', (_file, error) => {
     // tus-js-client's message is a long technical sentence; show what the API said.
     const response = (error as { originalResponse?: { getStatus(): number; getBody(): string; getHeader(name: string): string | undefined } }).originalResponse;
