@@ -7,7 +7,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type Koa from 'koa';
 import { inject, type InjectOptions } from 'light-my-request';
 import { buildServer, type BuiltServer } from '../../src/server.js';
-import type { ApiResponse } from './client.js';
+import { callWith, type ApiResponse } from './client.js';
 import type { Backend } from './databases.js';
 import { PUBLIC_URL, prepareTestServer, ROOMY_PLAN, ROOMY_PLAN_FIELDS } from './server.js';
 
@@ -74,19 +74,7 @@ export async function buildTestServer(backend: Backend, env: Record<string, stri
   return {
     built,
     fetch: fetchApp,
-    async call(pathOrLink, init = {}) {
-      const headers = new Headers(init.headers);
-      if (init.key !== undefined) headers.set('Authorization', `Bearer ${init.key}`);
-      const res = await fetchApp(pathOrLink, { ...init, headers });
-      const text = await res.text();
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = undefined;
-      }
-      return { status: res.status, headers: res.headers, body, text };
-    },
+    call: (pathOrLink, init = {}) => callWith(fetchApp, pathOrLink, init),
     admin,
     async account(plan = ROOMY_PLAN) {
       const res = await admin('POST', '/admin/accounts', { plan });

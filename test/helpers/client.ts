@@ -8,10 +8,13 @@ export interface ApiResponse {
 }
 
 /** One API call with fetch; the body is parsed as JSON when it is JSON. */
-export async function call(url: string, init: RequestInit & { key?: string } = {}): Promise<ApiResponse> {
+export const call = (url: string, init: RequestInit & { key?: string } = {}): Promise<ApiResponse> => callWith(fetch, url, init);
+
+/** One API call through `send` (fetch, or a built app's injector): the key as a bearer token, the body parsed as JSON when it is JSON. */
+export async function callWith(send: (url: string, init: RequestInit) => Promise<Response>, url: string, init: RequestInit & { key?: string } = {}): Promise<ApiResponse> {
   const headers = new Headers(init.headers);
   if (init.key !== undefined) headers.set('Authorization', `Bearer ${init.key}`);
-  const res = await fetch(url, { ...init, headers });
+  const res = await send(url, { ...init, headers });
   const text = await res.text();
   let body: unknown;
   try {
