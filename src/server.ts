@@ -20,7 +20,6 @@ import type { Database } from './db/client.js';
 import { openReadyDatabase } from './db/open.js';
 import { recountFiles } from './files/file-rows.js';
 import { UploadLedger } from './ledger/ledger.js';
-import { postgresCarrier, redisCarrier, type ReleaseCarrier } from './files/lease-release.js';
 import { LiveDownloads } from './links/live-downloads.js';
 import { LinkService } from './links/service.js';
 import { ResumableRecords } from './tus/records.js';
@@ -32,7 +31,9 @@ import { Sweeper } from './files/sweeper.js';
 import { UploadGate } from './limits/upload-gate.js';
 import { ConcurrencySlots } from './limits/concurrent-uploads.js';
 import { FailureLimits } from './limits/failure-limits.js';
-import { connectRedis, rateLimitsAtStart, redisReady, subscribeRedis } from './limits/redis.js';
+import { connectRedis, rateLimitsAtStart, redisReady } from './limits/redis.js';
+import type { NoticeCarrier } from './notices/carrier.js';
+import { openNotices } from './notices/open.js';
 import { RequestLimits } from './limits/request-limits.js';
 import { Metrics } from './metrics.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
@@ -217,42 +218,40 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   // Callers of API keys are cached for a second; changes reach every
   // instance's cache at once through Redis pub/sub (the TTL bounds
   // staleness when a notice is lost).
+  // What instances tell each other (caller changes, ended links, tus
+  // release requests) travels on one carrier: one listening connection per
+  // instance (src/notices). Its channels are named below, then it starts.
+  const notices = openNotices({
+    redis: redis && { url: config.redisUrl!, publisher: redis, prefix: config.redisKeyPrefix },
+    databaseUrl: config.databaseUrl,
+    logger,
+  });
+  closers.add('notices', () => notices.close());
   const callers = new CallerCache({ ttlMs: options.callerCacheMs ?? CALLER_CACHE_MS, maxEntries: 10_000 });
-  const channel = `${config.redisKeyPrefix}:caller-changes`;
-  const changes = new CallerChanges(callers, redis && { publisher: redis, channel, logger });
-  if (config.redisUrl) {
-    const subscriber = await subscribeRedis(config.redisUrl, channel, (message) => applyCallerChange(callers, message), () => callers.clear());
-    closers.add('redis subscriber', () => subscriber.disconnect());
-  }
+  const publishChange = notices.channel('caller-changes', (message) => applyCallerChange(callers, message), { onMissed: () => callers.clear() });
+  const changes = new CallerChanges(callers, { publish: publishChange, logger });
   const accounts = new AccountService(db.prisma, { cache: callers, changes });
   const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize }, changes);
   // The one upload ledger every upload path and the sweeper share.
   const ledger = new UploadLedger(db.prisma);
-  const live = await liveDownloads(config, logger, db, redis, closers);
+  const live = liveDownloads(logger, db, notices, closers);
   const files = new FileService({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, live });
   const links = new LinkService({ prisma: db.prisma, store, live, offload: config.s3?.presign && { seconds: config.s3.presign.seconds } });
   const uploads = new PlainUploads({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs });
   // tus: the uploads' rows and their locker over the same ledger. A release
   // request (newest tus request wins) reaches the instance holding the lock
-  // through Redis, else PostgreSQL; the carrier is built after the locker it
-  // calls, so the locker reaches it through `releases`, set just below.
+  // on the notice carrier; notices arrive only once it has started, below,
+  // after the locker exists.
   const records = new ResumableRecords(db.prisma, ledger);
-  let releases: ReleaseCarrier | undefined;
+  const publishRelease = notices.channel('upload-release', (id) => locker.requestRelease(id));
   const locker = new UploadLocker(records, {
     leaseMs: TUS_LOCK_MS,
     takeoverMs: config.resumableTakeoverTimeout * 1000,
     clock: () => new Date(),
-    publish: (id) => releases?.publish(id),
+    publish: publishRelease,
     onError: tools.onCleanupError,
   });
-  const onRelease = (id: string) => locker.requestRelease(id);
-  releases = redis
-    ? await redisCarrier(config.redisUrl!, redis, `${config.redisKeyPrefix}:upload-release`, onRelease)
-    : config.databaseUrl
-      ? await postgresCarrier(config.databaseUrl, logger, onRelease)
-      : undefined;
-  const carrier = releases;
-  if (carrier) closers.add('release notices', () => carrier.close());
+  await notices.start();
   const resumable = new ResumableUploads({
     prisma: db.prisma,
     store,
@@ -294,24 +293,16 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
 
 /**
  * Downloads in flight, ended when their link is revoked or their file
- * deleted: the notice goes to the other instances on the carrier the
- * upload-release requests use (Redis, else PostgreSQL), on a channel of its
- * own; the embedded database has one instance, and needs none.
+ * deleted: the notice goes to the other instances on the carrier's
+ * link-ended channel.
  */
-async function liveDownloads(config: Config, logger: Logger, db: Database, redis: Redis | undefined, closers: Closers): Promise<LiveDownloads> {
-  const onNotice = (message: string) => live.receive(message);
-  const carrier: ReleaseCarrier | undefined = redis
-    ? await redisCarrier(config.redisUrl!, redis, `${config.redisKeyPrefix}:link-ended`, onNotice)
-    : config.databaseUrl
-      ? await postgresCarrier(config.databaseUrl, logger, onNotice, { channel: 'dropstream_link_ended', name: 'link-ended' })
-      : undefined;
+function liveDownloads(logger: Logger, db: Database, notices: NoticeCarrier, closers: Closers): LiveDownloads {
   const live: LiveDownloads = new LiveDownloads({
     prisma: db.prisma,
-    publish: carrier && ((message) => carrier.publish(message)),
+    publish: notices.channel('link-ended', (message) => live.receive(message)),
     onError: (err) => logger.warn({ err: (err as Error).message }, 'ending the downloads of a revoked link: a notice or check failed (the next check retries)'),
   });
   closers.add('live downloads', () => live.close());
-  if (carrier) closers.add('link-ended notices', () => carrier.close());
   return live;
 }
 

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { CallerCache } from './caller-cache.js';
 
@@ -6,19 +5,19 @@ import type { CallerCache } from './caller-cache.js';
 type Change = { account: number } | { plan: string };
 
 export interface Broadcast {
-  /** The shared connection (commands; a subscribed connection cannot publish). */
-  publisher: Redis;
-  channel: string;
+  /** The instances' notice channel for caller changes (server.ts: src/notices). */
+  publish: (message: string) => Promise<unknown>;
   logger: Logger;
 }
 
 /**
  * Tells every instance's CallerCache that callers changed, once the change
- * is committed: this instance's at once, the others through Redis pub/sub
- * (when REDIS_URL is set: server.ts subscribes to the channel and hands each
- * message to applyCallerChange, below). If the publish fails
- * (Redis down), the others learn it when their entries expire (the cache's
- * TTL); the change itself stands and the request that made it succeeds.
+ * is committed: this instance's at once, the others through the notice
+ * carrier (src/notices: Redis pub/sub, else PostgreSQL NOTIFY; server.ts
+ * hands each notice to applyCallerChange, below). If the publish fails
+ * (Redis or PostgreSQL down), the others learn it when their entries expire
+ * (the cache's TTL); the change itself stands and the request that made it
+ * succeeds.
  */
 export class CallerChanges {
   constructor(
@@ -40,8 +39,8 @@ export class CallerChanges {
 
   private async publish(change: Change): Promise<void> {
     if (!this.broadcast) return;
-    const { publisher, channel, logger } = this.broadcast;
-    await publisher.publish(channel, JSON.stringify(change)).catch((err: Error) => {
+    const { publish, logger } = this.broadcast;
+    await publish(JSON.stringify(change)).catch((err: Error) => {
       logger.warn({ err: err.message, change }, `could not tell other instances of a change: their cached keys expire within ${this.cache.options.ttlMs} ms`);
     });
   }

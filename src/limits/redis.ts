@@ -61,36 +61,3 @@ export async function rateLimitsAtStart(url: string | undefined, redis: Redis | 
   const { hostname, port } = new URL(url);
   return `per instance until Redis at ${hostname}:${port || 6379} answers (check REDIS_URL)`;
 }
-
-/**
- * A connection that only listens on `channel` (a subscribed connection can
- * send nothing else). It waits for Redis as long as it takes and subscribes
- * again after every reconnection; `onReconnect` runs then, because messages
- * sent while it was away are lost. Outages are logged by the command
- * connection (connectRedis), not again here.
- */
-export async function subscribeRedis(
-  url: string,
-  channel: string,
-  onMessage: (message: string) => void,
-  onReconnect: () => void,
-): Promise<Redis> {
-  const { Redis } = await import('ioredis');
-  const subscriber = new Redis(url, {
-    connectTimeout: 1000,
-    maxRetriesPerRequest: null,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-  });
-  let lost = false;
-  subscriber.on('error', () => {});
-  subscriber.on('close', () => (lost = true));
-  subscriber.on('ready', () => {
-    if (lost) onReconnect();
-    lost = false;
-  });
-  subscriber.on('message', (from: string, message: string) => {
-    if (from === channel) onMessage(message);
-  });
-  void subscriber.subscribe(channel).catch(() => {});
-  return subscriber;
-}

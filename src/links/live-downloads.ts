@@ -6,8 +6,8 @@
 // Two ways an end reaches a download, so that a lost notice costs seconds,
 // not hours:
 // - a notice: the instance that revoked or deleted ends its own downloads at
-//   once and tells the others over the carrier the upload-release requests
-//   use (lease-release.ts: Redis pub/sub, else PostgreSQL LISTEN/NOTIFY);
+//   once and tells the others over the instances' notice carrier
+//   (src/notices: Redis pub/sub, else PostgreSQL LISTEN/NOTIFY);
 // - a check: every CHECK_MS while downloads run here, one query asks which
 //   of their links still exist (links go with their file, ON DELETE
 //   CASCADE, so a file deleted or swept is seen too), and the rest end.
@@ -27,7 +27,7 @@ interface Live {
 
 export interface LiveDownloadsOptions {
   prisma: PrismaClient;
-  /** Tells the other instances (server.ts: the release carrier on a channel of its own); absent with one instance. */
+  /** Tells the other instances (server.ts: the notice carrier's link-ended channel); absent in tests of one instance. */
   publish?: (message: string) => Promise<unknown>;
   /** A notice or a check that failed: logged, never thrown (the check runs again, and the revocation itself stands). */
   onError: (err: unknown) => void;
