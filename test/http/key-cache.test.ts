@@ -90,3 +90,24 @@ if (redisUrl && backends.includes('postgresql')) {
     });
   });
 }
+
+if (backends.includes('postgresql')) {
+  describe('cached API keys across two instances (PostgreSQL NOTIFY, no Redis)', () => {
+    let a: TestServer;
+    let b: TestServer;
+    let close: () => Promise<void>;
+    // Cached for a minute, as above: only the change notice can tell B in time.
+    before(async () => {
+      ({ a, b, close } = await startTwoInstances({}, {}, { callerCacheMs: 60_000 }));
+    });
+    after(() => close());
+
+    it('when a key is rotated on instance A, then instance B, told by the change notice over PostgreSQL, refuses the old key and takes the new one', async () => {
+      const { accountId, apiKey } = await a.account();
+      await warm(b, apiKey);
+      const rotated = await a.admin('POST', `/admin/accounts/${accountId}/keys`);
+      expect(await statusBecomes(b, apiKey, 401)).to.equal(401);
+      expect((await stats(b, rotated.api_key)).status).to.equal(200);
+    });
+  });
+}
