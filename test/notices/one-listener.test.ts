@@ -9,6 +9,7 @@ import { POSTGRES_LISTENER_NAME } from '../../src/notices/postgres.js';
 import { redisListenerName } from '../../src/notices/redis.js';
 import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
 import { backends, createTestDatabase } from '../helpers/databases.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
 
 /** Connections to `database` with the notice listener's application_name. */
@@ -66,8 +67,10 @@ if (backends.includes('postgresql')) {
     if (redisUrl) {
       it('when Redis is configured, then an instance holds one Redis subscriber connection, subscribed to the three channels, and no LISTEN connection', async () => {
         const prefix = freshPrefix();
-        const url = await build({ REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix });
-        const listeners = await redisListeners(prefix);
+        const url = await build({ REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: prefix });
+        // The subscriber connects in the background (a Redis away at start must not hold the start up): wait for three subscriptions.
+        const subscriptions = (clients: Record<string, string>[]) => clients.reduce((sum, client) => sum + Number(client.sub), 0);
+        const listeners = await eventually(() => redisListeners(prefix), (clients) => subscriptions(clients) >= 3);
         expect(listeners.map((client) => client.sub)).to.deep.equal(['3']);
         expect(await postgresListeners(url)).to.equal(0);
       });
