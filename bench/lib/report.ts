@@ -147,8 +147,12 @@ function metadataTargets(results: Comparison[]): Target[] {
   const reqs = (kase: string) => oursMedian(meta.find((c) => c.case === kase), 'req_s');
   const one = meta.find((c) => c.case === 'GET /api/v1/files/{id}');
   if (!one) return out;
-  for (const [name, v] of Object.entries(one.ratios).filter(([k]) => k.includes('ceiling'))) {
-    out.push({ target: `GET /api/v1/files/{id}: >= 0.9x the ${name.replace('req/s vs ', '')}`, measured: `${v}x`, met: v >= 0.9 });
+  // Issue 41: at least the rate of both ceiling parties (key cached, key looked up per request), and a p99 within 1.25x of theirs.
+  for (const [name, v] of Object.entries(one.ratios).filter(([k]) => k.startsWith('req/s vs ') && k.includes('ceiling'))) {
+    out.push({ target: `GET /api/v1/files/{id}: >= 1.0x the ${name.replace('req/s vs ', '')}`, measured: `${v}x`, met: v >= 1 });
+  }
+  for (const [name, v] of Object.entries(one.ratios).filter(([k]) => k.startsWith('p99 vs ') && k.includes('ceiling'))) {
+    out.push({ target: `GET /api/v1/files/{id}: p99 <= 1.25x the ${name.replace('p99 vs ', '')}'s`, measured: `${v}x`, met: v <= 1.25 });
   }
   const p99 = oursMedian(one, 'p99_ms')!;
   out.push({ target: 'GET /api/v1/files/{id}: p99 < 30 ms at 50 connections', measured: `${p99} ms`, met: p99 < 30 });

@@ -86,8 +86,9 @@ const file = (row: Record<string, any>) => ({
   download_count: Number(row.download_count),
   public_link: `${spec.publicUrl}/download/${row.link_token}`,
   expires_at: row.expires_at ? date(row.expires_at) : null,
+  request_id: row.request_id,
 });
-const FILE_COLUMNS = 'id, filename, size, created_at, download_count, link_token, expires_at';
+const FILE_COLUMNS = 'id, filename, size, created_at, download_count, link_token, expires_at, request_id';
 
 const app = new Koa();
 app.use(async (ctx, next) => {

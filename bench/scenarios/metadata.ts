@@ -85,7 +85,11 @@ async function measure(b: Bench, log: (s: string) => void, label: string, path: 
     return s;
   });
   const sides = parties.map((p) => side(p, results[p]!));
-  const ratios = Object.fromEntries(sides.slice(1).map((s) => [`req/s vs ${s.label}`, ratio(sides[0]!.median.req_s!, s.median.req_s!)]));
+  const ratios = Object.fromEntries(sides.slice(1).flatMap((s) => [
+    [`req/s vs ${s.label}`, ratio(sides[0]!.median.req_s!, s.median.req_s!)],
+    // Issue 41: the tail too, not only the mean rate.
+    [`p99 vs ${s.label}`, ratio(sides[0]!.median.p99_ms!, s.median.p99_ms!)],
+  ]));
   return { scenario: 'metadata', case: label, reps, sides, ratios };
 }
 

@@ -1,5 +1,6 @@
 // The client a request is (src/client-key.ts), set once as ctx.ip for
 // everything that counts per client.
+import type { Socket } from 'node:net';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import ipaddr from 'ipaddr.js';
@@ -27,10 +28,23 @@ export interface ClientAddressOptions {
  */
 export function clientAddress({ trust, hops, ipv6Prefix, onUntrustedForward }: ClientAddressOptions): Middleware {
   const trusted = proxyMatcher(trust);
+  // A connection's peer never changes: its key is worked out once, not on
+  // every request a keep-alive connection carries (parsing the address was
+  // a measurable part of a metadata request: docs/performance.md).
+  const peerKeys = new WeakMap<Socket, string>();
+  const peerKey = (socket: Socket, peer: string) => {
+    let key = peerKeys.get(socket);
+    if (key === undefined) {
+      key = clientKey(peer, ipv6Prefix);
+      peerKeys.set(socket, key);
+    }
+    return key;
+  };
   return async (ctx, next) => {
-    const peer = ctx.req.socket.remoteAddress ?? '';
+    const socket = ctx.req.socket;
+    const peer = socket.remoteAddress ?? '';
     const forwarded = ctx.get('X-Forwarded-For');
-    let address = peer;
+    let address: string | undefined;
     if (forwarded && trusted(peer)) {
       // The entry our nearest proxy appended, `hops` from the right; entries
       // further left were written by the client. One that is not an address
@@ -39,7 +53,7 @@ export function clientAddress({ trust, hops, ipv6Prefix, onUntrustedForward }: C
       const entry = entries.slice(-hops)[0];
       if (entry && ipaddr.isValid(entry)) address = entry;
     } else if (forwarded && Array.isArray(trust)) onUntrustedForward?.(peer);
-    ctx.request.ip = clientKey(address, ipv6Prefix);
+    ctx.request.ip = address === undefined ? peerKey(socket, peer) : clientKey(address, ipv6Prefix);
     await next();
   };
 }

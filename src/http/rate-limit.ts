@@ -30,6 +30,21 @@ function binding({ refusedBy, minute, day }: LimitDecision): WindowState {
   return day.remaining < minute.remaining ? day : minute;
 }
 
+/** RateLimit-Policy by the windows' limits: one string per plan's numbers, not one per request. */
+const policies = new Map<string, string>();
+const POLICIES_KEPT = 1000;
+
+function policyOf({ minute, day }: LimitDecision): string {
+  const key = `${minute.limit}/${minute.windowSeconds}/${day.limit}/${day.windowSeconds}`;
+  let policy = policies.get(key);
+  if (policy === undefined) {
+    policy = [minute, day].map((w) => `"${w.name}";q=${w.limit};w=${w.windowSeconds}`).join(', ');
+    if (policies.size >= POLICIES_KEPT) policies.clear();
+    policies.set(key, policy);
+  }
+  return policy;
+}
+
 /** The limit-state headers every API response carries; returns the window they describe. */
 export function setLimitHeaders(ctx: Context, decision: LimitDecision): WindowState {
   const window = binding(decision);
@@ -39,7 +54,7 @@ export function setLimitHeaders(ctx: Context, decision: LimitDecision): WindowSt
     'X-RateLimit-Remaining': String(window.remaining),
     'X-RateLimit-Reset': String(nowSeconds + window.resetSeconds),
     // IETF draft-ietf-httpapi-ratelimit-headers: the policies, then the binding window's state.
-    'RateLimit-Policy': [decision.minute, decision.day].map((w) => `"${w.name}";q=${w.limit};w=${w.windowSeconds}`).join(', '),
+    'RateLimit-Policy': policyOf(decision),
     RateLimit: `"${window.name}";r=${window.remaining};t=${window.resetSeconds}`,
   });
   return window;

@@ -64,10 +64,16 @@ export function requestLog(logger: Logger, metrics?: Metrics, { quietRoutes = []
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const status: number = finished ? ctx.status : (ctx.state[FAILED_STATUS_KEY] ?? (wasCutByServer(socket) ? 503 : 499));
       const route = routeOf(ctx);
-      const before = accounted.get(socket);
       const read = socket.bytesRead;
       const written = socket.bytesWritten;
-      accounted.set(socket, { read, written });
+      // One record per connection, updated in place.
+      const before = accounted.get(socket);
+      const bytesIn = read - (before?.read ?? 0);
+      const bytesOut = written - (before?.written ?? 0);
+      if (before) {
+        before.read = read;
+        before.written = written;
+      } else accounted.set(socket, { read, written });
       const level = quiet.has(route) ? 'debug' : 'info';
       if (logger.isLevelEnabled(level)) {
         logger[level]({
@@ -76,8 +82,8 @@ export function requestLog(logger: Logger, metrics?: Metrics, { quietRoutes = []
           route,
           status,
           account_id: ctx.state.caller?.accountId,
-          bytes_in: read - (before?.read ?? 0),
-          bytes_out: written - (before?.written ?? 0),
+          bytes_in: bytesIn,
+          bytes_out: bytesOut,
           ms: Math.round(seconds * 1e4) / 10,
         }, 'request');
       }

@@ -3,6 +3,7 @@ import { AppError } from '../errors.js';
 
 /** Headers a request may carry once: the credential and the target host. */
 const SINGLE = new Set(['authorization', 'host']);
+const SINGLE_LENGTHS = new Set([...SINGLE].map((name) => name.length));
 
 /**
  * 400 `repeated_header` for a request that carries `Authorization` or `Host`
@@ -15,10 +16,13 @@ const SINGLE = new Set(['authorization', 'host']);
 export function singleHeaders(): Middleware {
   return async (ctx, next) => {
     const raw = ctx.req.rawHeaders;
-    const seen = new Set<string>();
+    // Runs on every request: no allocation unless a name has the length of one of SINGLE's.
+    let seen: Set<string> | undefined;
     for (let i = 0; i < raw.length; i += 2) {
+      if (!SINGLE_LENGTHS.has(raw[i]!.length)) continue;
       const name = raw[i]!.toLowerCase();
       if (!SINGLE.has(name)) continue;
+      seen ??= new Set();
       if (seen.has(name)) {
         throw new AppError('repeated_header', `The ${raw[i]} header may appear only once`, { Connection: 'close' });
       }
