@@ -241,12 +241,18 @@ export class FileLinks {
    * One more complete download, on the link and on its file (the spec's
    * download_count), with its webhook messages (file.downloaded, and
    * link.exhausted when the link just reached max_downloads), in one statement.
+   * The file's row is locked first, then the link's, the order a deletion
+   * takes them in (the file, then its links by cascade): the other order
+   * deadlocked against a DELETE sent the moment the download ended
+   * (PostgreSQL 40P01, the DELETE answered 500). A file deleted first is
+   * counted nowhere.
    */
   async countDownload(linkId: string, fileId: number): Promise<void> {
     const now = new Date();
     await this.prisma.$queryRaw`
-      WITH link AS (UPDATE links SET download_count = download_count + 1 WHERE id = ${linkId} RETURNING *),
-      counted AS (UPDATE files SET download_count = download_count + 1 WHERE id = ${fileId} RETURNING *),
+      WITH file AS (SELECT id FROM files WHERE id = ${fileId} FOR UPDATE),
+      link AS (UPDATE links SET download_count = download_count + 1 WHERE id = ${linkId} AND EXISTS (SELECT 1 FROM file) RETURNING *),
+      counted AS (UPDATE files SET download_count = download_count + 1 WHERE id = ${fileId} AND EXISTS (SELECT 1 FROM link) RETURNING *),
       downloaded AS (${fileEventSql('file.downloaded', 'counted', now)}),
       exhausted AS (${linkExhaustedSql('link', 'counted', now)})
       SELECT 1 AS counted`;

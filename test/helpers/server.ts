@@ -76,7 +76,8 @@ export async function prepareTestServer(backend: Backend, env: Record<string, st
     ADMIN_PORT: '0',
     DATA_DIR: dataDir,
     PUBLIC_URL,
-    LOG_LEVEL: 'silent',
+    // TEST_LOG_LEVEL=error shows a server's errors while looking into a failure.
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'silent',
     // Suites share a server and an address; the limit tests set their own.
     AUTH_FAILURE_LIMIT: '10000',
     LINK_FAILURE_LIMIT: '10000',

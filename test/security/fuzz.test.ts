@@ -96,10 +96,11 @@ async function attempt(t: TestServer, { key, id }: Account, contentType: string 
   }
   await expectState(t, id, { ...before, rows: before.rows + 1, objects: before.objects + 1, quota: before.quota + 1 }, 'one file and one slot after 201');
   const download = await fetch(t.url(res.body.public_link));
-  expect(download.status).to.equal(200);
-  expect((await download.arrayBuffer()).byteLength).to.equal(res.body.size);
+  const downloaded = Buffer.from(await download.arrayBuffer());
+  expect(download.status, `the download of the file just stored: ${download.status === 200 ? '' : downloaded.toString()}`).to.equal(200);
+  expect(downloaded.byteLength).to.equal(res.body.size);
   const deleted = await call(t.url(`/api/v1/files/${res.body.file_id}`), { method: 'DELETE', key });
-  expect(deleted.status).to.equal(200);
+  expect(deleted.status, `its deletion: ${deleted.text}`).to.equal(200);
   await expectState(t, id, { ...before, quota: before.quota + 1 }, 'nothing left but the slot once the file is deleted');
   return res;
 }
