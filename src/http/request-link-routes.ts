@@ -23,8 +23,7 @@ import type { FileRequest, FileRequests } from '../requests/service.js';
 import type { AuthState } from './auth.js';
 import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
 import { basicPassword } from './download-route.js';
-import type { GuessOutcome, PasswordGuard } from '../links/download.js';
-import { verifiedLately, verifyPassword } from '../links/link-password.js';
+import { guardedPasswordCheck, type PasswordGuard } from '../links/download.js';
 import { passwordGuard } from './password-guard.js';
 import { receiveFile } from './multipart.js';
 import { tooManyFailures } from './rate-limit.js';
@@ -68,16 +67,7 @@ async function checkPassword(authorization: string | undefined, hash: string, re
   const password = basicPassword(authorization);
   if (password === undefined) throw requestErrors.passwordRequired();
   // Keyed apart from link ids (UUIDs) in the per-link limiter they share.
-  const key = `request:${requestId}`;
-  if (verifiedLately(password, hash)) return guard.check(key);
-  const settle = await guard.reserve(key);
-  let outcome: GuessOutcome = 'unchecked';
-  try {
-    outcome = (await verifyPassword(password, hash)) ? 'right' : 'wrong';
-  } finally {
-    await settle(outcome);
-  }
-  if (outcome === 'wrong') throw requestErrors.wrongPassword();
+  if (!(await guardedPasswordCheck(password, hash, `request:${requestId}`, guard))) throw requestErrors.wrongPassword();
 }
 
 /** The guard of every /r/ route; see the top of this file. */

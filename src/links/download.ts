@@ -32,6 +32,27 @@ export interface PasswordGuard {
   reserve(linkId: string): Promise<(outcome: GuessOutcome) => Promise<void>>;
 }
 
+/**
+ * Whether `password` is the one `hash` was made from, checked under `guard`
+ * for `key` (a link's id, or another key in the same limiter): a password
+ * verified lately costs no scrypt and is only checked against the locks; any
+ * other is counted before scrypt runs and settled after.
+ */
+export async function guardedPasswordCheck(password: string, hash: string, key: string, guard?: PasswordGuard): Promise<boolean> {
+  if (verifiedLately(password, hash)) {
+    await guard?.check(key);
+    return true;
+  }
+  const settle = (await guard?.reserve(key)) ?? (async () => {});
+  let outcome: GuessOutcome = 'unchecked';
+  try {
+    outcome = (await verifyPassword(password, hash)) ? 'right' : 'wrong';
+  } finally {
+    await settle(outcome);
+  }
+  return outcome === 'right';
+}
+
 export interface DownloadCredentials {
   /** The password the request carries, if any. */
   password?: string;
@@ -164,14 +185,6 @@ export class Downloads {
   private async checkPassword(linkId: string, hash: string | undefined, { password, guard }: DownloadCredentials): Promise<void> {
     if (!hash) return;
     if (password === undefined) throw linkErrors.passwordRequired();
-    if (verifiedLately(password, hash)) return guard?.check(linkId);
-    const settle = (await guard?.reserve(linkId)) ?? (async () => {});
-    let outcome: GuessOutcome = 'unchecked';
-    try {
-      outcome = (await verifyPassword(password, hash)) ? 'right' : 'wrong';
-    } finally {
-      await settle(outcome);
-    }
-    if (outcome === 'wrong') throw linkErrors.wrongPassword();
+    if (!(await guardedPasswordCheck(password, hash, linkId, guard))) throw linkErrors.wrongPassword();
   }
 }
