@@ -1,4 +1,4 @@
-import Router, { type RouterContext } from '@koa/router';
+import Router from '@koa/router';
 import { z } from 'zod';
 import type { AccountService } from '../accounts/service.js';
 import { AppError, badRequest } from '../errors.js';
@@ -6,12 +6,11 @@ import type { FileService } from '../files/service.js';
 import type { LinkService } from '../links/service.js';
 import type { PlainUploads } from '../uploads/service.js';
 import type { UploadGate } from '../limits/upload-gate.js';
-import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
-import { fileErrors } from '../files/errors.js';
+import type { ConcurrencySlots } from '../limits/concurrent-uploads.js';
 import { MAX_FILE_ID } from '../files/file-rows.js';
-import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
+import type { BodyRateOptions } from './body-rate.js';
 import { apiGuard, type AuthState } from './auth.js';
-import { receiveFile } from './multipart.js';
+import { receivePlainUpload } from './plain-upload.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
 import type { Metrics } from '../metrics.js';
@@ -67,12 +66,12 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
   const guard = apiGuard({ accounts, requestLimits, authFailures, metrics });
 
   router.post('/files/upload', guard, async (ctx) => {
-    const leave = await enterUpload(uploadGate, concurrencySlots, ctx.state.caller);
-    try {
-      await handleUpload(ctx);
-    } finally {
-      leave();
-    }
+    const { caller } = ctx.state;
+    const file = await receivePlainUpload(ctx.req, caller, { uploads, uploadGate, concurrencySlots, bodyRate, metrics }, {
+      options: (fields) => withRetention(parseUploadOptions(fields), caller.plan.maxExpiresIn),
+    });
+    ctx.status = 201;
+    ctx.body = presentUpload(file, publicUrl);
   });
 
   // The upload path is never a file id: any other method there is 405, before the key is checked.
@@ -80,24 +79,6 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
     if (ctx.method === 'POST') return next();
     throw new AppError('method_not_allowed', 'Method not allowed', { Allow: 'POST' });
   });
-
-  async function handleUpload(ctx: RouterContext<AuthState>) {
-    const upload = await uploads.start(ctx.state.caller);
-    const cut = new AbortController();
-    const unwatch = watchBodyRate(ctx.req, bodyRate, () => cut.abort(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
-    try {
-      await receiveFile(ctx.req, (filename, stream, fields) => upload.receive(filename, stream, withRetention(parseUploadOptions(fields), ctx.state.caller.plan.maxExpiresIn)), cut.signal);
-      unwatch();
-      const file = await upload.commit();
-      metrics?.uploadedBytes.inc(file.size);
-      ctx.status = 201;
-      ctx.body = presentUpload(file, publicUrl);
-    } catch (err) {
-      unwatch();
-      await upload.abort();
-      throw err;
-    }
-  }
 
   linkRoutes(router, guard, { links, publicUrl, parseFileId });
 

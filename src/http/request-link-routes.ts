@@ -6,10 +6,9 @@
 // request's) through the same services as /api/v1: the plain upload and tus
 // (tus-routes.ts with a scope); each takes a place of the request
 // (src/requests/places.ts) before any byte is read.
-import Router, { type RouterContext } from '@koa/router';
+import Router from '@koa/router';
 import type { Middleware } from 'koa';
-import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
-import { fileErrors } from '../files/errors.js';
+import type { ConcurrencySlots } from '../limits/concurrent-uploads.js';
 import type { ResumableUploads } from '../tus/uploads.js';
 import type { PlainUploads } from '../uploads/service.js';
 import type { UploadGate } from '../limits/upload-gate.js';
@@ -21,11 +20,11 @@ import type { Metrics } from '../metrics.js';
 import { requestErrors } from '../requests/errors.js';
 import type { FileRequest, FileRequests } from '../requests/service.js';
 import type { AuthState } from './auth.js';
-import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
+import type { BodyRateOptions } from './body-rate.js';
 import { basicPassword } from './download-route.js';
 import { guardedPasswordCheck, type PasswordGuard } from '../links/download.js';
 import { passwordGuard } from './password-guard.js';
-import { receiveFile } from './multipart.js';
+import { receivePlainUpload } from './plain-upload.js';
 import { tooManyFailures } from './rate-limit.js';
 import { requestPage } from './request-page.js';
 import { tusRoutes } from './tus-routes.js';
@@ -50,8 +49,6 @@ export interface RequestLinkDeps {
 export interface RequestLinkState extends AuthState {
   fileRequest: FileRequest;
 }
-
-type Ctx = RouterContext<RequestLinkState>;
 
 const limited = (seconds: number) =>
   new AppError('request_link_limited', 'Too many requests or uploads from this address through file request links; try again later', { 'Retry-After': String(seconds) });
@@ -107,37 +104,17 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
   router.get('/', guard, async (ctx) => requestPage(ctx, ctx.state.fileRequest));
 
   router.post('/files', guard, async (ctx) => {
-    const caller = ctx.state.caller;
-    const leave = await enterUpload(uploadGate, concurrencySlots, caller);
-    try {
-      await receiveThroughRequest(ctx);
-    } finally {
-      leave();
-    }
-  });
-
-  async function receiveThroughRequest(ctx: Ctx) {
     const { caller, fileRequest } = ctx.state;
-    const upload = await uploads.start(caller);
-    const cut = new AbortController();
-    const unwatch = watchBodyRate(ctx.req, bodyRate, () => cut.abort(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
-    try {
-      // The place before the first byte: a full request reads no body.
-      await requests.takePlace(fileRequest.id, upload.key);
+    const file = await receivePlainUpload(ctx.req, caller, { uploads, uploadGate, concurrencySlots, bodyRate, metrics }, {
       // The outsider's fields (expires_in, password, ...) are not theirs to set on the owner's file: the plan's retention applies.
-      await receiveFile(ctx.req, (filename, stream) => upload.receive(filename, stream, withRetention({}, caller.plan.maxExpiresIn)), cut.signal);
-      unwatch();
-      const file = await upload.commit();
-      metrics?.uploadedBytes.inc(file.size);
-      ctx.status = 201;
-      // A receipt: no file id, no download link (those are the owner's).
-      ctx.body = { success: true, filename: file.filename, size: file.size };
-    } catch (err) {
-      unwatch();
-      await upload.abort();
-      throw err;
-    }
-  }
+      options: () => withRetention({}, caller.plan.maxExpiresIn),
+      // The place before the first byte: a full request reads no body.
+      beforeBody: (storageKey) => requests.takePlace(fileRequest.id, storageKey),
+    });
+    ctx.status = 201;
+    // A receipt: no file id, no download link (those are the owner's).
+    ctx.body = { success: true, filename: file.filename, size: file.size };
+  });
 
   if (resumable) {
     tusRoutes(router as unknown as Router<AuthState>, guard as unknown as Middleware<AuthState>, {

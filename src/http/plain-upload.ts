@@ -1,0 +1,56 @@
+// One plain multipart upload as every route that takes one runs it: the
+// caller's account slot for the whole request, the body watched for its
+// minimum rate, the file streamed into the store, then the commit; any
+// failure aborts the upload (its object and record go). The routes differ
+// only in the options a client may set and in what they answer.
+import type { Caller } from '../accounts/types.js';
+import { fileErrors } from '../files/errors.js';
+import type { FileRecord } from '../files/record.js';
+import type { UploadOptions } from '../files/upload-options.js';
+import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
+import type { UploadGate } from '../limits/upload-gate.js';
+import type { Metrics } from '../metrics.js';
+import type { PlainUploads } from '../uploads/service.js';
+import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
+import { receiveFile, type Fields } from './multipart.js';
+import type { IncomingMessage } from 'node:http';
+
+export interface PlainUploadDeps {
+  uploads: PlainUploads;
+  uploadGate: UploadGate;
+  concurrencySlots: ConcurrencySlots;
+  bodyRate: BodyRateOptions;
+  metrics?: Metrics;
+}
+
+export interface PlainUploadSteps {
+  /** The upload's options from the form's fields that came before the file. */
+  options(fields: Fields): UploadOptions;
+  /** Runs once the upload has its key, before a byte of the body is read (a file request takes its place). */
+  beforeBody?(storageKey: string): Promise<void>;
+}
+
+/** Receives `req`'s file for `caller` and commits it; throws (having aborted the upload) on any refusal or failure. */
+export async function receivePlainUpload(req: IncomingMessage, caller: Caller, deps: PlainUploadDeps, steps: PlainUploadSteps): Promise<FileRecord> {
+  const { uploads, bodyRate, metrics } = deps;
+  const leave = await enterUpload(deps.uploadGate, deps.concurrencySlots, caller);
+  try {
+    const upload = await uploads.start(caller);
+    const cut = new AbortController();
+    const unwatch = watchBodyRate(req, bodyRate, () => cut.abort(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
+    try {
+      await steps.beforeBody?.(upload.key);
+      await receiveFile(req, (filename, stream, fields) => upload.receive(filename, stream, steps.options(fields)), cut.signal);
+      unwatch();
+      const file = await upload.commit();
+      metrics?.uploadedBytes.inc(file.size);
+      return file;
+    } catch (err) {
+      unwatch();
+      await upload.abort();
+      throw err;
+    }
+  } finally {
+    leave();
+  }
+}
