@@ -94,7 +94,7 @@ function linkPaths(): Record<string, PathItem> {
       get: link({
         operationId: 'requestPage',
         summary: 'The upload page of a file request (HTML)',
-        description: 'Choose or drop files; each goes up through tus with a progress bar. Same CSP as `/app`.',
+        description: 'Choose or drop files; each goes up through tus with a progress bar. Same CSP as `/app`. A closed, unknown, expired or full request answers 404 or 410 as an HTML page saying why to a client that prefers `text/html` (a browser), and as the JSON error to any other. A full request is one that has received `max_files` files.',
         responses: { '200': { description: 'The page.', content: { 'text/html': { schema: { type: 'string' } } } } },
       }),
     },

@@ -26,7 +26,7 @@ import { guardedPasswordCheck, type PasswordGuard } from '../links/download.js';
 import { passwordGuard } from './password-guard.js';
 import { receivePlainUpload } from './plain-upload.js';
 import { tooManyFailures } from './rate-limit.js';
-import { requestPage } from './request-page.js';
+import { refusalAsPage, requestPage } from './request-page.js';
 import { tusRoutes } from './tus-routes.js';
 
 export interface RequestLinkDeps {
@@ -101,7 +101,12 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
   const guard = linkGuard(deps);
   const basePath = new URL(publicUrl).pathname.replace(/\/+$/, '');
 
-  router.get('/', guard, async (ctx) => requestPage(ctx, ctx.state.fileRequest));
+  router.get('/', refusalAsPage, guard, async (ctx) => {
+    const { fileRequest } = ctx.state;
+    // Received files only: places held by uploads in flight may still be given back.
+    if (fileRequest.maxFiles !== null && fileRequest.filesReceived >= fileRequest.maxFiles) throw requestErrors.full(fileRequest.maxFiles);
+    return requestPage(ctx, fileRequest);
+  });
 
   router.post('/files', guard, async (ctx) => {
     const { caller, fileRequest } = ctx.state;

@@ -4,7 +4,7 @@
 // attributes, under the web app's CSP (no inline script).
 import type { Context } from 'koa';
 import { readFile } from 'node:fs/promises';
-import { notFound } from '../errors.js';
+import { AppError, notFound } from '../errors.js';
 import type { FileRequest } from '../requests/service.js';
 import { formatOptionalDate } from '../wire-date.js';
 import { APP_CSP, APP_PATH, WEB_DIST } from './web-app-routes.js';
@@ -26,6 +26,42 @@ const load = (dir: string) =>
     throw err;
   }));
 
+const PAGE_HEADERS = { 'Content-Security-Policy': APP_CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' };
+
+/**
+ * A browser that opens a link whose request is closed, unknown, expired or
+ * full gets a page saying so, with the refusal's status; any other client
+ * (curl's Accept is any type) keeps the JSON error every route answers.
+ * Other refusals (a password asked for, a limit) are left to the JSON
+ * handler: a 401's WWW-Authenticate makes the browser ask for the password.
+ */
+export async function refusalAsPage(ctx: Context, next: () => Promise<unknown>): Promise<void> {
+  try {
+    await next();
+  } catch (err) {
+    if (!(err instanceof AppError) || (err.status !== 404 && err.status !== 410) || ctx.accepts('json', 'html') !== 'html') throw err;
+    // The upload page's stylesheet, when it is built; the page reads without it.
+    const css = await load(WEB_DIST).then((page) => `\n<link rel="stylesheet" href="${APP_PATH}/assets/${page.css}">`, () => '');
+    ctx.status = err.status;
+    ctx.set(PAGE_HEADERS);
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<title>No uploads here - dropstream</title>${css}
+</head>
+<body>
+<main><h1>This link takes no more files</h1><p id="reason">${escape(err.message)}.</p><p>Ask whoever sent you the link for a new one.</p></main>
+</body>
+</html>
+`;
+  }
+}
+
 export async function requestPage(ctx: Context, request: FileRequest, dir = WEB_DIST): Promise<void> {
   let page;
   try {
@@ -41,7 +77,7 @@ export async function requestPage(ctx: Context, request: FileRequest, dir = WEB_
     'expires-at': formatOptionalDate(request.expiresAt) ?? '',
   };
   const attributes = Object.entries(data).map(([name, value]) => `data-${name}="${escape(value)}"`).join(' ');
-  ctx.set({ 'Content-Security-Policy': APP_CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' });
+  ctx.set(PAGE_HEADERS);
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = `<!DOCTYPE html>
 <html lang="en">

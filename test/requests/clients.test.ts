@@ -32,7 +32,7 @@ describe('file request links with tus-js-client and Chromium', function () {
   after(async () => {
     // The screenshot stays for a person to look at; the inputs go.
     await rm(join(dir, 'input.bin'), { force: true });
-    console.log(`      file request screenshots: ${join(dir, 'request-page.png')}, ${join(dir, 'app-requests.png')}`);
+    console.log(`      file request screenshots: ${join(dir, 'request-page.png')}, ${join(dir, 'request-full.png')}, ${join(dir, 'app-requests.png')}`);
   });
 
   /** The owner's file that came through `request`, downloaded; its SHA-256. */
@@ -122,6 +122,24 @@ describe('file request links with tus-js-client and Chromium', function () {
       await page.getByRole('button', { name: 'Close Contracts' }).click();
       await list.getByText('No open requests.').waitFor();
       expect((await call(t.url(`/api/v1/requests/${made.request_id}`), { key: owner.apiKey })).status).to.equal(404);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  itWithChromium('when an outsider opens the link of a full request, then the browser shows why no file can be sent, with 410', async () => {
+    const owner = await t.account();
+    const request = await newRequest(t, owner.apiKey, { title: 'One photo please', max_files: 1 });
+    const sent = await fetch(`${t.url(linkPath(request))}/files`, { method: 'POST', body: (() => { const form = new FormData(); form.append('file', new Blob(['x']), 'x.jpg'); return form; })() });
+    expect(sent.status).to.equal(201);
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 800, height: 400 } });
+      const res = await page.goto(t.url(linkPath(request)));
+      expect(res?.status()).to.equal(410);
+      await page.getByRole('heading', { name: 'This link takes no more files' }).waitFor();
+      expect(await page.locator('#reason').textContent()).to.equal('This file request has received its 1 file.');
+      await page.screenshot({ path: join(dir, 'request-full.png'), fullPage: true });
     } finally {
       await browser.close();
     }

@@ -85,6 +85,35 @@ for (const backend of backends) {
       expect(await t.server.db.prisma.file.count({ where: { accountId: owner.accountId, requestId: { in: [request.request_id, expiring.request_id] } } })).to.equal(0);
     });
 
+    it('when a browser opens the link of a closed, expired or full request, then a page says why with 404 or 410, and curl still gets the JSON error', async () => {
+      const html = { Accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+      const page = async (request: { upload_link: string }, headers: Record<string, string> = html) => {
+        const res = await fetch(t.url(linkPath(request)), { headers });
+        return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() };
+      };
+      const closed = await newRequest(t, owner.apiKey, {});
+      await call(t.url(`/api/v1/requests/${closed.request_id}`), { method: 'DELETE', key: owner.apiKey });
+      const expired = await newRequest(t, owner.apiKey, { expires_in: 60 });
+      await t.server.db.prisma.fileRequest.update({ where: { id: expired.request_id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+      const full = await newRequest(t, owner.apiKey, { max_files: 1 });
+      expect((await sendFile(t.server.url, full, 'only.txt', 'only')).status).to.equal(201);
+      const open = await newRequest(t, owner.apiKey, { max_files: 2 });
+
+      const seen = { closed: await page(closed), expired: await page(expired), full: await page(full) };
+      expect(seen.closed).to.include({ status: 404, type: 'text/html; charset=utf-8' });
+      expect(seen.closed.text).to.include('No such file request, or it was closed.');
+      expect(seen.expired).to.include({ status: 410, type: 'text/html; charset=utf-8' });
+      expect(seen.expired.text).to.include('This file request has expired.');
+      expect(seen.full).to.include({ status: 410, type: 'text/html; charset=utf-8' });
+      expect(seen.full.text).to.include('This file request has received its 1 file.');
+      // An open request still gets its upload page.
+      expect((await page(open)).text).to.include('id="request"');
+      // curl sends Accept: */*, and keeps the contract's JSON.
+      const json = await page(expired, { Accept: '*/*' });
+      expect(json.status).to.equal(410);
+      expect(JSON.parse(json.text).error.code).to.equal('request_expired');
+    });
+
     it('when a file is larger than the request\'s max_file_size, then file_too_large while streaming, and the place is free again', async () => {
       const request = await newRequest(t, owner.apiKey, { max_files: 1, max_file_size: 100 });
       const big = await sendFile(t.server.url, request, 'big.bin', Buffer.alloc(5000));
