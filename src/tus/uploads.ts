@@ -48,6 +48,8 @@ export interface ResumableOptions {
   onCleanupError: (err: unknown) => void;
   /** Awaited at each step of a removal; a rejection ends it there, with nothing undone (tests stop it as a crash would). */
   onRemoveStep?: (step: RemovalStep, id: string) => Promise<void>;
+  /** Told each time an upload's SHA-256 is read back from its completed object (its running hash was not held here). */
+  onDigestRead?: () => void;
   /** Uploads whose running hash this instance holds between requests, at most (default 1024; about 2 KiB of memory each). */
   heldHashes?: number;
 }
@@ -323,7 +325,10 @@ export class ResumableUploads {
   /** Makes the upload's object a file, as a plain upload's; the caller holds its lock, and unlocks. */
   private async finish(row: ResumableRow): Promise<FileRecord> {
     await this.options.store.completeResumable(row.storageKey, row.storeState, row.offset);
-    const sha256 = await digestOf(row, this.held, () => this.options.store.get(row.storageKey));
+    const sha256 = await digestOf(row, this.held, () => {
+      this.options.onDigestRead?.();
+      return this.options.store.get(row.storageKey);
+    });
     const file = await commitFile(this.options.prisma, {
       accountId: row.accountId,
       filename: row.filename,
