@@ -7,14 +7,16 @@
 //   npx tsx bench/compare-builds.ts [--a bench/data/before] [--b .] [--reps 5]
 //       [--a-env '{"S3_PARTS_IN_FLIGHT":"1"}'] [--b-env '{...}']   (settings per side;
 //        REDIS_URL "" runs that side's limits in memory)
-//       [--upload 1024] [--download 1024] [--metadata /api/v1/files/{id}] [--seconds 10]
+//       [--upload 1024] [--tus 256] [--download 1024] [--metadata /api/v1/files/{id}] [--seconds 10]
 //
 // Each build is a folder holding bin/, dist/, prisma/ and package.json (the
 // server finds its migrations next to dist/). Its own bin/dropstream.js runs
 // it, with the V8 and glibc settings it sets; a folder without bin/ runs
 // dist/cli/index.js, without them. Only the parts asked for run: --upload
-// (MiB, S3), --download (MiB, whole, S3) and/or --metadata (a path;
-// autocannon at 50 connections).
+// (MiB, S3), --tus (MiB, S3: tus in 64 MiB PATCHes and the plain upload on
+// each side, all four alternating, so each side has its ratio of the same
+// run), --download (MiB, whole, S3) and/or --metadata (a path; autocannon
+// at 50 connections).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -26,7 +28,8 @@ import { alternate, median, round, watch } from './lib/measure.js';
 import { MiB, run, setLogDir } from './lib/proc.js';
 import { S3Admin } from './lib/s3.js';
 import { procScript, startS3rver } from './lib/servers.js';
-import { dropstreamParty } from './lib/uploads.js';
+import { dropstreamParty, type UploadParty } from './lib/uploads.js';
+import { tusParty } from './scenarios/resumable.js';
 
 const { values } = parseArgs({
   options: {
@@ -36,6 +39,7 @@ const { values } = parseArgs({
     'b-env': { type: 'string', default: '{}' },
     reps: { type: 'string', default: '5' },
     upload: { type: 'string' },
+    tus: { type: 'string' },
     download: { type: 'string' },
     metadata: { type: 'string' },
     seconds: { type: 'string', default: '10' },
@@ -82,6 +86,28 @@ try {
     await parties.B.upload(8 * MiB, 1);
     const res = await alternate(['A', 'B'] as const, reps, async (side) => (await parties[side].upload(size, 1)) as unknown as Record<string, number>);
     for (const key of ['mb_s', 'peak_rss_mib', 'party_cpu_pct', 's3rver_cpu_pct', 'other_cpu_pct']) show(`upload ${values.upload} MiB`, key, res);
+  }
+
+  if (values.tus) {
+    const size = Number(values.tus) * MiB;
+    const parties: Record<string, UploadParty> = {};
+    for (const side of ['A', 'B'] as const) {
+      parties[`${side} tus`] = tusParty(`${side} tus`, servers[side]!, 64 * MiB, s3.proc.pid);
+      parties[`${side} plain`] = dropstreamParty(`${side} plain`, servers[side]!, s3.proc.pid);
+    }
+    for (const p of Object.values(parties)) await p.upload(8 * MiB, 1);
+    const labels = Object.keys(parties);
+    const res = await alternate(labels, reps, async (label) => {
+      const s = await parties[label]!.upload(size, 1);
+      // Server CPU per byte: core-seconds per GB.
+      const perGb = round(((s.party_cpu_pct / 100) * s.seconds) / (size / 1e9), 2);
+      console.log(`  ${label}: ${s.mb_s} MB/s, server ${s.party_cpu_pct}% (${perGb} core-s/GB), s3rver ${s.s3rver_cpu_pct}%, other ${s.other_cpu_pct}%`);
+      return { ...s, core_s_per_gb: perGb } as unknown as Record<string, number>;
+    });
+    for (const key of ['mb_s', 'core_s_per_gb', 'party_cpu_pct', 's3rver_cpu_pct']) {
+      const m = Object.fromEntries(labels.map((l) => [l, median(res[l]!.map((s) => s[key]!))]));
+      console.log(`tus ${values.tus} MiB ${key}: ${labels.map((l) => `${l} ${round(m[l]!, 2)}`).join(', ')}; tus/plain A ${round(m['A tus']! / m['A plain']!, 2)}, B ${round(m['B tus']! / m['B plain']!, 2)}`);
+    }
   }
 
   if (values.download) {

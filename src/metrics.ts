@@ -99,6 +99,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly resumableDigestReads = new Counter({
+    name: 'dropstream_resumable_digest_reads_total',
+    help: 'Resumable uploads whose SHA-256 was read back from the completed object: a PATCH reached an instance that did not hold its running hash (another replica, a restart)',
+    registers: [this.registry],
+  });
+
   readonly resumableInterruptions = new Counter({
     name: 'dropstream_resumable_interruptions_total',
     help: 'Resumable upload requests cut short; what they delivered was kept',

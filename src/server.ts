@@ -261,6 +261,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
     expirySeconds: config.resumableExpiry,
     lifetimeSeconds: uploadLifetime,
     onCleanupError: tools.onCleanupError,
+    onDigestRead: () => tools.metrics.resumableDigestReads.inc(),
   });
   const sweeper = new Sweeper(db.prisma, store, ledger, resumable);
   const sweep = async (graceSeconds = config.gcGrace) => {

@@ -9,6 +9,7 @@ import type { AppError } from '../errors.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { AppendResult, ResumableState } from '../storage/resumable.js';
 import { continueHash } from './hash.js';
+import type { HeldHashes } from './held-hashes.js';
 import type { ResumableRow } from './records.js';
 
 export interface AppendInput {
@@ -94,6 +95,8 @@ export interface Written extends AppendResult {
   received: number;
   /** The upload's hash state after them. */
   hashState: Uint8Array;
+  /** To call once a row holding `hashState` is saved under the request's lock (hash.ts: RunningHash.end). */
+  hashSaved(): void;
   /** Upload-Checksum was sent and the body does not match it (or was cut, so cannot be checked). */
   checksumFailed: boolean;
 }
@@ -112,14 +115,14 @@ export async function writeBody(
     limit: number;
     overLimit: () => AppError;
     onState: (state: ResumableState) => Promise<void>;
+    /** Running hashes held in this instance between requests. */
+    held: HeldHashes;
     stop?: StopOptions;
     /** Awaited before each chunk with the upload's size after it; throws to cut the body there (the storage quota). */
     admit?: (after: number) => Promise<void>;
   },
 ): Promise<Written> {
-  // A body declared to carry the whole upload from its first byte is hashed by Node's crypto (hash.ts).
-  const wholeUpload = row.offset === 0 && options.length !== undefined && input.bodySize === options.length;
-  const hash = await continueHash(row.hashState, { wholeUpload });
+  const hash = await continueHash(row, options.held);
   const checksum = input.checksum ? createHash('sha256') : undefined;
   const stopping = options.stop ? stopWhenQuiet(input.body, options.stop) : undefined;
   let received = 0;
@@ -145,5 +148,6 @@ export async function writeBody(
   }
   if (result.offset !== row.offset + received) throw new Error(`the store kept ${result.offset - row.offset} bytes of ${received}`);
   const checksumFailed = checksum !== undefined && (result.interrupted !== undefined || !checksum.digest().equals(input.checksum!));
-  return { ...result, received, hashState: hash.state(result.offset === options.length), checksumFailed };
+  const { state: hashState, saved: hashSaved } = hash.end(result.offset === options.length);
+  return { ...result, received, hashState, hashSaved, checksumFailed };
 }

@@ -1,9 +1,12 @@
 // Resumable uploads (tus, src/http/tus-routes.ts): an upload created once
 // and written by any number of requests, on any instances, until its last
 // byte is in; then it becomes a file through the same commit as a plain
-// upload (file-rows.ts). Nothing of an upload lives in a process between
-// requests: its offset, the store's state and the SHA-256 so far are in the
-// database (records.ts), its bytes in the object store.
+// upload (file-rows.ts). Nothing of an upload that another instance needs
+// lives in a process between requests: its offset, the store's state and
+// the form of its SHA-256 are in the database (records.ts), its bytes in
+// the object store. The running hash itself is held by the instance that
+// wrote the last request (held-hashes.ts), as a speed-up only: elsewhere
+// the digest is read from the completed object.
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../accounts/types.js';
 import { AppError } from '../errors.js';
@@ -15,6 +18,7 @@ import { cleanFilename } from '../files/filename.js';
 import { newStorageKey, type FileRecord } from '../files/record.js';
 import { writeBody, type AppendInput } from './body.js';
 import { digestOf, initialHashState } from './hash.js';
+import { HeldHashes } from './held-hashes.js';
 import { resumableErrors } from './errors.js';
 import { newUploadId, type ResumableRecords, type ResumableRow } from './records.js';
 import { LockTakenOver, type UploadLock, type UploadLocker } from './locker.js';
@@ -44,6 +48,10 @@ export interface ResumableOptions {
   onCleanupError: (err: unknown) => void;
   /** Awaited at each step of a removal; a rejection ends it there, with nothing undone (tests stop it as a crash would). */
   onRemoveStep?: (step: RemovalStep, id: string) => Promise<void>;
+  /** Told each time an upload's SHA-256 is read back from its completed object (its running hash was not held here). */
+  onDigestRead?: () => void;
+  /** Uploads whose running hash this instance holds between requests, at most (default 1024; about 2 KiB of memory each). */
+  heldHashes?: number;
 }
 
 /** The points of a removal (terminate, or the sweep of an expired upload) between two of its writes. */
@@ -99,8 +107,12 @@ export class ResumableUploads {
   private readonly leaseMs: number;
   /** How long a request giving way reads on what is already in flight: a quarter of the newcomer's wait, at most 2 s. */
   private readonly settleMs: number;
+  /** Running hashes of uploads whose last request ran here (hash.ts). */
+  private readonly held: HeldHashes;
 
   constructor(private readonly options: ResumableOptions) {
+    // An entry lives as long as an upload not written since: after that the upload has expired.
+    this.held = new HeldHashes({ maxEntries: options.heldHashes ?? 1024, maxAgeMs: options.expirySeconds * 1000 });
     this.records = options.records;
     this.locker = options.locker;
     this.storage = options.ledger.storage;
@@ -252,6 +264,7 @@ export class ResumableUploads {
       // The bytes stored so far are reserved (each request trims its reservation to them when it ends).
       admit: quota === null ? undefined : this.storage.admitter(caller.accountId, row.storageKey, quota, held),
       onState: (state) => this.records.saveStoreState(row, token, state),
+      held: this.held,
       // Told to stop (a newer request for this upload, or the lock could not
       // be renewed): the body ends (for a newer request, once what is in
       // flight is in); what was stored is committed below as for a client
@@ -283,6 +296,8 @@ export class ResumableUploads {
     const next = { ...row, offset: written.offset, length, storeState: written.state, hashState: written.hashState, expiresAt: this.expiresAfter(this.clock(), row.createdAt) };
     const saved = await this.records.commit(row.id, token, { ...next, interrupted: interrupted !== undefined });
     if (!saved) throw resumableErrors.busy();
+    // The row names the running hash now, and the lock is still ours: a newer request reads this row only after we unlock.
+    written.hashSaved();
     if (interrupted !== undefined && !finished) throw cutAt(interrupted, written.offset);
     const file = finished ? await this.finish(next) : undefined;
     return { status: statusOf(next, file), received: written.received, resumedAt: row.interrupted ? row.offset : undefined };
@@ -310,7 +325,10 @@ export class ResumableUploads {
   /** Makes the upload's object a file, as a plain upload's; the caller holds its lock, and unlocks. */
   private async finish(row: ResumableRow): Promise<FileRecord> {
     await this.options.store.completeResumable(row.storageKey, row.storeState, row.offset);
-    const sha256 = await digestOf(row.hashState, () => this.options.store.get(row.storageKey));
+    const sha256 = await digestOf(row, this.held, () => {
+      this.options.onDigestRead?.();
+      return this.options.store.get(row.storageKey);
+    });
     const file = await commitFile(this.options.prisma, {
       accountId: row.accountId,
       filename: row.filename,
@@ -320,6 +338,7 @@ export class ResumableUploads {
       expiresIn: row.fileExpiresIn,
       primaryLink: { maxDownloads: row.maxDownloads, passwordHash: row.passwordHash },
     });
+    this.held.drop(row.id);
     return file;
   }
 
@@ -364,6 +383,7 @@ export class ResumableUploads {
     const now = this.clock();
     const claimed = await this.records.claim(id, where, { token: randomUUID(), now, until: new Date(now.getTime() + this.leaseMs) });
     if (!claimed) return undefined;
+    this.held.drop(id);
     if (!claimed.pending) return 'forgotten';
     await step('claimed', id);
     try {

@@ -136,3 +136,15 @@ export async function download(t: TestServer, link: string): Promise<Buffer> {
   expect(res.status).to.equal(200);
   return Buffer.from(await res.arrayBuffer());
 }
+
+/** How many uploads on server `t` had their SHA-256 read back from the completed object (dropstream_resumable_digest_reads_total). */
+export async function digestReads(t: TestServer): Promise<number> {
+  const text = await t.server.metrics.registry.getSingleMetricAsString('dropstream_resumable_digest_reads_total');
+  return Number(/ (\d+)$/m.exec(text)?.[1] ?? 0);
+}
+
+/** The `hash_state` bytes of the upload at `url`, as its row holds them. */
+export async function hashStateOf(t: TestServer, url: string): Promise<Uint8Array | undefined> {
+  const id = decodeURIComponent(new URL(url).pathname.split('/').pop()!);
+  return (await t.server.db.prisma.resumableUpload.findUnique({ where: { id }, select: { hashState: true } }))?.hashState;
+}

@@ -14,7 +14,7 @@ import { backends, createTestDatabase } from '../helpers/databases.js';
 import { startCuttingProxy } from '../helpers/cutting-proxy.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { create, head, leased, patch, streamingPatch, tusServer, uploadUrl } from '../helpers/tus.js';
+import { create, digestReads, head, leased, patch, streamingPatch, tusServer, uploadUrl } from '../helpers/tus.js';
 
 const MiB = 1024 * 1024;
 const SIZE = 200 * MiB;
@@ -23,6 +23,11 @@ async function sha256Of(stream: AsyncIterable<Buffer>): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of stream) hash.update(chunk);
   return hash.digest('hex');
+}
+
+/** The SHA-256 the file of a public link records (its ETag), as a download's HEAD answers it. */
+async function recordedSha(t: TestServer, link: string): Promise<string | undefined> {
+  return (await fetch(t.url(link), { method: 'HEAD' })).headers.get('etag')?.replaceAll('"', '');
 }
 
 async function downloadSha(t: TestServer, link: string): Promise<string> {
@@ -128,9 +133,28 @@ describe('resumable uploads with tus-js-client', function () {
           const path = created.headers.get('location')!;
           expect((await patch(a.server.url + path, apiKey, 0, data.subarray(0, 6 * MiB + 5))).status).to.equal(204);
           expect((await head(b.server.url + path, apiKey)).headers.get('upload-offset')).to.equal(String(6 * MiB + 5));
+          const reads = await digestReads(b);
           const done = await patch(b.server.url + path, apiKey, 6 * MiB + 5, data.subarray(6 * MiB + 5));
           expect(done.status).to.equal(204);
-          expect(await downloadSha(a, done.headers.get('dropstream-public-link')!)).to.equal(createHash('sha256').update(data).digest('hex'));
+          const sha = createHash('sha256').update(data).digest('hex');
+          expect(await downloadSha(a, done.headers.get('dropstream-public-link')!)).to.equal(sha);
+          // A held the running hash; B, which finished, read the object once for the SHA-256 it records.
+          expect(await recordedSha(a, done.headers.get('dropstream-public-link')!)).to.equal(sha);
+          expect(await digestReads(b)).to.equal(reads + 1);
+        });
+
+        it('when consecutive PATCHes alternate between A and B, then the file records the SHA-256 of all its bytes', async () => {
+          const { apiKey } = await a.account();
+          const data = randomBytes(12 * MiB + 13);
+          const path = (await create(a.server.url, apiKey, { length: data.length })).headers.get('location')!;
+          const cuts = [0, 5 * MiB + 1, 9 * MiB + 2, data.length];
+          const instances = [a, b, a];
+          let last: Awaited<ReturnType<typeof patch>> | undefined;
+          for (let i = 0; i < instances.length; i++) {
+            last = await patch(instances[i]!.server.url + path, apiKey, cuts[i]!, data.subarray(cuts[i], cuts[i + 1]));
+            expect(last.status, `PATCH ${i + 1}`).to.equal(204);
+          }
+          expect(await recordedSha(a, last!.headers.get('dropstream-public-link')!)).to.equal(createHash('sha256').update(data).digest('hex'));
         });
 
         it('when two PATCHes reach the two instances at once, then the newer one wins on the other instance and the bytes are never interleaved', async () => {
@@ -149,6 +173,8 @@ describe('resumable uploads with tus-js-client', function () {
           const done = await patch(url.replace(a.server.url, b.server.url), apiKey, stored, data.subarray(stored));
           expect(done.status).to.equal(204);
           expect(await downloadSha(b, done.headers.get('dropstream-public-link')!)).to.equal(createHash('sha256').update(data).digest('hex'));
+          // A's taken-over PATCH held the hash of what it stored; B, taking over, could not continue it.
+          expect(await recordedSha(b, done.headers.get('dropstream-public-link')!)).to.equal(createHash('sha256').update(data).digest('hex'));
         });
       });
     }
