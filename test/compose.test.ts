@@ -83,8 +83,8 @@ const stringsIn = (value: unknown): string[] =>
   typeof value === 'string' ? [value] : value && typeof value === 'object' ? Object.values(value).flatMap(stringsIn) : [];
 
 /** A service's environment as compose passes it, interpolated from .env.example. */
-function environmentOf(name: string): Record<string, string> {
-  const env = service(name).environment ?? {};
+function environmentOf(name: string, svc: Service = service(name)): Record<string, string> {
+  const env = svc.environment ?? {};
   const pairs = Array.isArray(env)
     ? env.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)])
     : Object.entries(env).map(([key, value]) => [key, value === null ? '' : String(value)]);
@@ -319,6 +319,40 @@ function dockerStages(text: string): { from: string; name?: string; lines: [stri
   }
   return stages;
 }
+
+describe('docker-compose.offload.yml (opt-in: downloads served by MinIO through the proxy)', () => {
+  const offload = (parse(read('docker-compose.offload.yml')) as ComposeFile).services;
+  /** The environment with the override added (compose merges environment maps key by key). */
+  const merged = (name: string) => ({ ...environmentOf(name), ...environmentOf(name, offload[name] ?? expect.fail(`no ${name} in the override`)) });
+  const route = read('caddy/s3-offload.caddy');
+
+  it('when the override is added, then the server accepts it and signs download URLs for PUBLIC_URL, the address clients reach', () => {
+    const config = loadConfig(merged('app'));
+    expect(config.s3?.presign?.publicEndpoint).to.equal(operatorEnv.PUBLIC_URL);
+    expect(config.s3?.endpoint, 'the app itself still talks to minio').to.equal('http://minio:9000');
+  });
+
+  it('when the override is added, then the proxy mounts the route where the public site imports it, for the bucket the app signs in', () => {
+    const [publicSite] = caddySites;
+    const glob = /^\s*import (\S+)\/\*\.caddy$/m.exec(publicSite?.body ?? '')?.[1] ?? expect.fail('no `import DIR/*.caddy` in the :3000 site');
+    expect(namedOrBound(offload.proxy!)).to.deep.equal([{ source: './caddy/s3-offload.caddy', target: `/etc/caddy/${glob}/s3-offload.caddy` }]);
+    expect(merged('proxy').S3_BUCKET).to.equal(loadConfig(merged('app')).s3?.bucket);
+    expect(route).to.include('path /{$S3_BUCKET}/*').and.include('reverse_proxy minio:9000');
+  });
+
+  it('when the override is not added, then nothing is mounted where the Caddyfile imports routes, and the app keeps every download', () => {
+    expect(namedOrBound(service('proxy')).map((v) => v.target).filter((t) => t.startsWith('/etc/caddy/') && t !== '/etc/caddy/Caddyfile')).to.deep.equal([]);
+    expect(loadConfig(environmentOf('app')).s3?.presign).to.equal(undefined);
+  });
+
+  it('when the route matches, then only a signed GET of an object: no other method, no listing of the bucket', () => {
+    const matcher = /@presigned_download \{\n([\s\S]*?)\n\}/.exec(route)?.[1] ?? expect.fail('no @presigned_download matcher');
+    expect(matcher.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))).to.deep.equal([
+      'method GET', 'path /{$S3_BUCKET}/*', 'not path /{$S3_BUCKET}/', 'query X-Amz-Signature=*',
+    ]);
+    expect(route).to.match(/^handle @presigned_download \{/m);
+  });
+});
 
 describe('Dockerfile', () => {
   const stages = dockerStages(read('Dockerfile'));

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import {
-  compose, docker, logLines, metricValue, metricsOf, openMultipartUploads, replicas, required,
+  compose, curl, docker, logLines, metricValue, metricsOf, openMultipartUploads, replicas, required,
   servedBy, services, sha256, writeCounters, sleep, sqlNumber,
 } from './stack.js';
 
@@ -31,17 +31,6 @@ const state = { key: '', token: '', link: '', fileId: 0 };
 
 /** Prints a measured figure (the CI script collects these lines). */
 const report = (line: Record<string, unknown>) => console.log(`      stack: ${JSON.stringify(line)}`);
-
-/** curl, exit code and what it printed (stdout: the -w format); never throws. */
-async function curl(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const child = spawn('curl', ['-sS', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const [code] = await once(child, 'close');
-  return { code: code as number, out, err };
-}
 
 const api = (path: string, init: RequestInit = {}) =>
   fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${state.key}`, ...(init.headers as Record<string, string>) } });

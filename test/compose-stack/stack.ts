@@ -5,8 +5,9 @@
 // the MinIO stand-in), STACK_ENV_FILE (the .env the stack runs with),
 // and STACK_URL (the proxy, as seen from the
 // network namespace this process runs in).
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { createReadStream, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -120,6 +121,17 @@ export async function openMultipartUploads(): Promise<number> {
     "new S3Client({endpoint:e.S3_ENDPOINT,forcePathStyle:true,region:e.S3_REGION||'us-east-1',credentials:{accessKeyId:e.S3_ACCESS_KEY_ID,secretAccessKey:e.S3_SECRET_ACCESS_KEY}})" +
     '.send(new ListMultipartUploadsCommand({Bucket:e.S3_BUCKET})).then(r=>console.log((r.Uploads||[]).length),e=>{console.error(e);process.exit(1)})';
   return Number(await compose(['exec', '-T', 'app', 'node', '-e', script]));
+}
+
+/** curl, exit code and what it printed (stdout: the -w format); never throws. */
+export async function curl(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const child = spawn('curl', ['-sS', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const [code] = await once(child, 'close');
+  return { code: code as number, out, err };
 }
 
 export async function sha256(path: string): Promise<string> {
