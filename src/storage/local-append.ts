@@ -112,8 +112,12 @@ async function writeAll(handle: FileHandle, buffers: Buffer[], position: number)
 
 /**
  * A stream of bytes into `handle` from position 0, each write within its
- * deadline (put() in local.ts). Closes the handle when it ends or fails,
- * without waiting for a write that hangs.
+ * deadline (put() in local.ts). Ends once the bytes are on the disk
+ * (fdatasync, its deadline sized to the whole file, since that is what may
+ * still be in the page cache): the file is renamed into place and its row
+ * committed next, and the row must never name bytes a power cut took.
+ * Closes the handle when it ends or fails, without waiting for a write or
+ * a sync that hangs.
  */
 export function fileWriter(handle: FileHandle, bound: Bounded): Writable & { bytesWritten: number } {
   let closing: Promise<void> | undefined;
@@ -129,7 +133,13 @@ export function fileWriter(handle: FileHandle, bound: Bounded): Writable & { byt
         }, callback);
       },
       final(callback) {
-        close().then(() => callback());
+        bound('fsync', out.bytesWritten, () => handle.datasync()).then(
+          () => close().then(() => callback()),
+          (err: unknown) => {
+            void close();
+            callback(err as Error);
+          },
+        );
       },
       destroy(err, callback) {
         void close();

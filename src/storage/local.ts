@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, mkdir, open, opendir, rename, stat, unlink } from 'node:fs/promises';
+import { type FileHandle, open, opendir, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -15,6 +15,7 @@ import {
   StoreTimeoutError,
 } from './object-store.js';
 import { appendAt, fileWriter, type Bounded } from './local-append.js';
+import { mkdirDurable, renameDurable, syncDir } from './local-durable.js';
 import { DEFAULT_DEADLINES, withDeadline, writeDeadline, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
 import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
 
@@ -85,8 +86,7 @@ export class LocalObjectStore implements ObjectStore {
       throw err;
     }
     try {
-      await mkdir(dirname(target), { recursive: true, mode: 0o700 });
-      await rename(temp.path, target);
+      await renameDurable(temp.path, target, this.bound);
     } catch (err) {
       await unlink(temp.path).catch(() => undefined);
       throw new ObjectStoreError(`cannot store object ${key}`, { cause: err });
@@ -195,6 +195,8 @@ export class LocalObjectStore implements ObjectStore {
     let timedOut = false;
     try {
       const { offset, interrupted } = await appendAt(handle, body, options.offset, (err) => storeError(err, key), this.bound);
+      // The file's name in .tmp must outlive a crash as its bytes do; it is new only in the first append.
+      if (options.offset === 0) await syncDir(this.tmpDir, this.bound).catch((err: unknown) => Promise.reject(storeError(err, key)));
       return { state, offset, interrupted };
     } catch (err) {
       timedOut = err instanceof StoreTimeoutError;
@@ -225,16 +227,16 @@ export class LocalObjectStore implements ObjectStore {
     try {
       const size = await stat(path).then((s) => s.size, (err: unknown) => (missing(err) ? undefined : Promise.reject(err)));
       if (size === undefined) {
-        // Completed before (a retry after the answer was lost): the object is there.
-        if ((await this.head(key))?.size === offset) return;
+        // Completed before (a retry after the answer was lost): the object is
+        // there, its name perhaps not yet durable when that answer was lost.
+        if ((await this.head(key))?.size === offset) return await syncDir(dirname(target), this.bound);
         if (offset > 0) throw new Error(`the upload's file is missing`);
         await this.ensureTmpDir();
         await (await open(path, 'wx', 0o600)).close();
       } else if (size !== offset) {
         throw new Error(`the upload's file holds ${size} bytes, not ${offset}`);
       }
-      await mkdir(dirname(target), { recursive: true, mode: 0o700 });
-      await rename(path, target);
+      await renameDurable(path, target, this.bound);
     } catch (err) {
       throw storeError(err, key);
     }
@@ -255,7 +257,7 @@ export class LocalObjectStore implements ObjectStore {
   }
 
   private async ensureTmpDir(): Promise<void> {
-    this.ready ??= mkdir(this.tmpDir, { recursive: true, mode: 0o700 }).then(
+    this.ready ??= mkdirDurable(this.tmpDir, this.bound).then(
       () => undefined,
       (err: unknown) => {
         this.ready = undefined; // retry on the next put

@@ -130,6 +130,22 @@ describe('the local store: writes and fsyncs that never answer', () => {
     expect(closed).to.equal(true);
   });
 
+  it('when the fdatasync that ends a plain upload never returns, then the writer fails with StoreTimeoutError("fsync") at its deadline, sized to the whole file, and closes its handle', async () => {
+    let closed = false;
+    const handle = {
+      writev: async (buffers: Buffer[]) => ({ bytesWritten: buffers.reduce((n, b) => n + b.length, 0) }),
+      datasync: never,
+      close: async () => void (closed = true),
+    } as unknown as FileHandle;
+    const started = Date.now();
+    const err = await pipeline(Readable.from([Buffer.alloc(16 * MiB)]), fileWriter(handle, bound)).catch((e: unknown) => e);
+    expect(err).to.be.instanceOf(StoreTimeoutError);
+    expect((err as Error).message).to.include('fsync');
+    // 200 ms + 16 MiB at 64 MiB/s.
+    expect(Date.now() - started).to.be.within(445, 2000);
+    expect(closed).to.equal(true);
+  });
+
   it('when the fsync that ends a resumable append never returns, then the append fails with StoreTimeoutError("fsync") at its deadline', async () => {
     const handle = {
       writev: async (buffers: Buffer[]) => ({ bytesWritten: buffers.reduce((n, b) => n + b.length, 0) }),
