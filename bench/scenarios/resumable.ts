@@ -19,7 +19,7 @@ const TUS = `dropstream tus, ${CHUNK / MiB} MiB PATCHes`;
 const TUS_ONE = 'dropstream tus, one PATCH';
 
 /** Our tus routes: POST, then PATCHes of `chunk` bytes; checks the file's size and SHA-256, then deletes it. */
-function tusParty(label: string, server: Dropstream, chunk: number, s3rverPid?: number): UploadParty {
+export function tusParty(label: string, server: Dropstream, chunk: number, s3rverPid?: number): UploadParty {
   return {
     label,
     async upload(size, count) {
