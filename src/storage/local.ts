@@ -129,9 +129,16 @@ export class LocalObjectStore implements ObjectStore {
     const path = this.pathOf(key);
     // Empty fan-out directories stay on purpose: removing one could race a
     // concurrent put between its mkdir and its rename.
-    await unlink(path).catch((err: unknown) => {
-      if (!missing(err)) throw storeError(err, key);
-    });
+    const removed = await unlink(path).then(
+      () => true,
+      (err: unknown) => {
+        if (!missing(err)) throw storeError(err, key);
+        return false;
+      },
+    );
+    // Its record goes once this resolves: a power cut must not bring back
+    // an object nobody knows, and an unlink is durable once its directory is.
+    if (removed) await syncDir(dirname(path), this.bound).catch((err: unknown) => Promise.reject(storeError(err, key)));
   }
 
   async discard(key: string, uploadId?: string): Promise<void> {

@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import { envWithoutConfig } from '../helpers/run-to-exit.js';
 import { itWithStrace, traceNode, type Syscall } from '../helpers/strace.js';
 
-const SYSCALLS = ['fdatasync', 'fsync', 'rename', 'renameat', 'renameat2'];
+const SYSCALLS = ['fdatasync', 'fsync', 'rename', 'renameat', 'renameat2', 'unlink', 'unlinkat'];
 
 describe('LocalObjectStore: durable before it answers (strace)', function () {
   this.timeout(60_000);
@@ -28,7 +28,7 @@ describe('LocalObjectStore: durable before it answers (strace)', function () {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
-  async function trace(scenario: 'put' | 'resumable'): Promise<Syscall[]> {
+  async function trace(scenario: 'put' | 'resumable' | 'delete'): Promise<Syscall[]> {
     const { calls, run } = await traceNode(
       ['--import', 'tsx', 'test/contract/local-durability.child.ts', JSON.stringify({ root, markers, scenario })],
       SYSCALLS,
@@ -73,5 +73,16 @@ describe('LocalObjectStore: durable before it answers (strace)', function () {
     const dirSync = calls.find((c) => c.name === 'fsync' && c.result === 0 && c.args.endsWith(`<${root}/ef/gh>`) && c.start > rename.end);
     expect(dirSync, 'no fsync of the object\'s directory after the rename').to.not.equal(undefined);
     expect(dirSync!.end).to.be.below(completed.start);
+  });
+
+  itWithStrace('when delete resolves, then the directory that held the object was fsynced after the unlink', async () => {
+    const calls = await trace('delete');
+    const put = find(calls, 'fsync', onFd(join(markers, 'put-answered')));
+    const deleted = find(calls, 'fsync', onFd(join(markers, 'delete-answered')));
+    const unlink = calls.find((c) => c.name.startsWith('unlink') && c.result === 0 && c.args.includes(`"${root}/ab/cd/object"`) && c.start > put.end);
+    expect(unlink, 'no unlink of the object').to.not.equal(undefined);
+    const sync = calls.find((c) => c.name === 'fsync' && c.result === 0 && c.args.endsWith(`<${root}/ab/cd>`) && c.start > unlink!.end);
+    expect(sync, 'no fsync of the object\'s directory after the unlink').to.not.equal(undefined);
+    expect(sync!.end).to.be.below(deleted.start);
   });
 });
