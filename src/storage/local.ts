@@ -89,7 +89,7 @@ export class LocalObjectStore implements ObjectStore {
       await renameDurable(temp.path, target, this.bound);
     } catch (err) {
       await unlink(temp.path).catch(() => undefined);
-      throw new ObjectStoreError(`cannot store object ${key}`, { cause: err });
+      throw err instanceof ObjectStoreError ? err : new ObjectStoreError(`cannot store object ${key}`, { cause: err });
     }
     return { size: out.bytesWritten };
   }
@@ -305,6 +305,7 @@ function missing(err: unknown): boolean {
   return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR';
 }
 
+/** `err` as an ObjectStoreError; one already (a StoreTimeoutError of a write or sync) keeps its kind. */
 function storeError(err: unknown, key: string): ObjectStoreError {
-  return new ObjectStoreError(`local store failed on ${key}`, { cause: err });
+  return err instanceof ObjectStoreError ? err : new ObjectStoreError(`local store failed on ${key}`, { cause: err });
 }
