@@ -3,10 +3,11 @@
 # byte; -OJ reads only the ASCII filename) and wget (--content-disposition
 # reads filename*). Both are usually on the machine already; install them
 # from Debian's packages when not. chromium (headless) opens the loadtest's
-# HTML report in test/loadtest/report.test.ts.
+# HTML report in test/loadtest/report.test.ts. strace watches the local store's
+# syncs in test/contract/local-durability.test.ts.
 set -euo pipefail
 missing=()
-for tool in curl wget chromium; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+for tool in curl wget chromium strace; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
 if ((${#missing[@]})); then
   echo "installing ${missing[*]}"
   apt-get update -qq
@@ -15,3 +16,4 @@ fi
 curl --version | head -n 1
 wget --version | head -n 1
 chromium --version
+strace -V | head -n 1

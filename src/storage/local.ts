@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, mkdir, open, opendir, rename, stat, unlink } from 'node:fs/promises';
+import { type FileHandle, open, opendir, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -15,6 +15,7 @@ import {
   StoreTimeoutError,
 } from './object-store.js';
 import { appendAt, fileWriter, type Bounded } from './local-append.js';
+import { mkdirDurable, renameDurable, syncDir, type Syncing } from './local-durable.js';
 import { DEFAULT_DEADLINES, withDeadline, writeDeadline, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
 import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
 
@@ -28,7 +29,7 @@ export interface LocalObjectStoreOptions {
   deadlines?: StoreDeadlines;
   /** Told every bounded call's outcome (metrics, /readyz). */
   observe?: StoreCallObserver;
-  /** Opens a resumable upload's file (fs/promises open unless given): tests give one whose writes hang in the kernel. */
+  /** Opens a resumable upload's file and the directories it syncs (fs/promises open unless given): tests give one whose writes or syncs hang. */
   openFile?: (path: string, flags: number, mode: number) => Promise<FileHandle>;
 }
 
@@ -44,6 +45,8 @@ export class LocalObjectStore implements ObjectStore {
   private ready: Promise<void> | undefined;
 
   private readonly bound: Bounded;
+  /** The deadline and the open of the directory syncs (local-durable.ts). */
+  private readonly syncing: Syncing;
   private readonly openFile: NonNullable<LocalObjectStoreOptions['openFile']>;
   /**
    * Resumable uploads' files whose append ended at a deadline while a write
@@ -59,6 +62,7 @@ export class LocalObjectStore implements ObjectStore {
     this.bound = (operation, bytes, work) => withDeadline(operation, writeDeadline(deadlines, bytes), work, options.observe).then(() => undefined);
     this.tmpDir = join(options.root, '.tmp');
     this.openFile = options.openFile ?? ((path, flags, mode) => open(path, flags, mode));
+    this.syncing = { bound: this.bound, openFile: this.openFile };
   }
 
   async put(key: string, body: Readable, options: PutOptions = {}): Promise<ObjectInfo> {
@@ -85,11 +89,10 @@ export class LocalObjectStore implements ObjectStore {
       throw err;
     }
     try {
-      await mkdir(dirname(target), { recursive: true, mode: 0o700 });
-      await rename(temp.path, target);
+      await renameDurable(temp.path, target, this.syncing);
     } catch (err) {
       await unlink(temp.path).catch(() => undefined);
-      throw new ObjectStoreError(`cannot store object ${key}`, { cause: err });
+      throw err instanceof ObjectStoreError ? err : new ObjectStoreError(`cannot store object ${key}`, { cause: err });
     }
     return { size: out.bytesWritten };
   }
@@ -129,9 +132,16 @@ export class LocalObjectStore implements ObjectStore {
     const path = this.pathOf(key);
     // Empty fan-out directories stay on purpose: removing one could race a
     // concurrent put between its mkdir and its rename.
-    await unlink(path).catch((err: unknown) => {
-      if (!missing(err)) throw storeError(err, key);
-    });
+    const removed = await unlink(path).then(
+      () => true,
+      (err: unknown) => {
+        if (!missing(err)) throw storeError(err, key);
+        return false;
+      },
+    );
+    // Its record goes once this resolves: a power cut must not bring back
+    // an object nobody knows, and an unlink is durable once its directory is.
+    if (removed) await syncDir(dirname(path), this.syncing).catch((err: unknown) => Promise.reject(storeError(err, key)));
   }
 
   async discard(key: string, uploadId?: string): Promise<void> {
@@ -195,6 +205,8 @@ export class LocalObjectStore implements ObjectStore {
     let timedOut = false;
     try {
       const { offset, interrupted } = await appendAt(handle, body, options.offset, (err) => storeError(err, key), this.bound);
+      // The file's name in .tmp must outlive a crash as its bytes do; it is new only in the first append.
+      if (options.offset === 0) await syncDir(this.tmpDir, this.syncing).catch((err: unknown) => Promise.reject(storeError(err, key)));
       return { state, offset, interrupted };
     } catch (err) {
       timedOut = err instanceof StoreTimeoutError;
@@ -225,16 +237,16 @@ export class LocalObjectStore implements ObjectStore {
     try {
       const size = await stat(path).then((s) => s.size, (err: unknown) => (missing(err) ? undefined : Promise.reject(err)));
       if (size === undefined) {
-        // Completed before (a retry after the answer was lost): the object is there.
-        if ((await this.head(key))?.size === offset) return;
+        // Completed before (a retry after the answer was lost): the object is
+        // there, its name perhaps not yet durable when that answer was lost.
+        if ((await this.head(key))?.size === offset) return await syncDir(dirname(target), this.syncing);
         if (offset > 0) throw new Error(`the upload's file is missing`);
         await this.ensureTmpDir();
         await (await open(path, 'wx', 0o600)).close();
       } else if (size !== offset) {
         throw new Error(`the upload's file holds ${size} bytes, not ${offset}`);
       }
-      await mkdir(dirname(target), { recursive: true, mode: 0o700 });
-      await rename(path, target);
+      await renameDurable(path, target, this.syncing);
     } catch (err) {
       throw storeError(err, key);
     }
@@ -255,7 +267,7 @@ export class LocalObjectStore implements ObjectStore {
   }
 
   private async ensureTmpDir(): Promise<void> {
-    this.ready ??= mkdir(this.tmpDir, { recursive: true, mode: 0o700 }).then(
+    this.ready ??= mkdirDurable(this.tmpDir, this.syncing).then(
       () => undefined,
       (err: unknown) => {
         this.ready = undefined; // retry on the next put
@@ -296,6 +308,7 @@ function missing(err: unknown): boolean {
   return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR';
 }
 
+/** `err` as an ObjectStoreError; one already (a StoreTimeoutError of a write or sync) keeps its kind. */
 function storeError(err: unknown, key: string): ObjectStoreError {
-  return new ObjectStoreError(`local store failed on ${key}`, { cause: err });
+  return err instanceof ObjectStoreError ? err : new ObjectStoreError(`local store failed on ${key}`, { cause: err });
 }

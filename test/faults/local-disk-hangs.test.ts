@@ -11,7 +11,7 @@
 // driven with a handle that never answers, as is the final fsync.
 import { execFileSync } from 'node:child_process';
 import { constants, closeSync, openSync } from 'node:fs';
-import { mkdir, mkdtemp, open, rm, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, rm, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -128,6 +128,67 @@ describe('the local store: writes and fsyncs that never answer', () => {
     // 200 ms + 64 KiB at 64 MiB/s.
     expect(ms).to.be.within(195, 2000);
     expect(closed).to.equal(true);
+  });
+
+  it('when the fdatasync that ends a plain upload never returns, then the writer fails with StoreTimeoutError("fsync") at its deadline, sized to the whole file, and closes its handle', async () => {
+    let closed = false;
+    const handle = {
+      writev: async (buffers: Buffer[]) => ({ bytesWritten: buffers.reduce((n, b) => n + b.length, 0) }),
+      datasync: never,
+      close: async () => void (closed = true),
+    } as unknown as FileHandle;
+    const started = Date.now();
+    const err = await pipeline(Readable.from([Buffer.alloc(16 * MiB)]), fileWriter(handle, bound)).catch((e: unknown) => e);
+    expect(err).to.be.instanceOf(StoreTimeoutError);
+    expect((err as Error).message).to.include('fsync');
+    // 200 ms + 16 MiB at 64 MiB/s.
+    expect(Date.now() - started).to.be.within(445, 2000);
+    expect(closed).to.equal(true);
+  });
+
+  describe('when the fsync of a directory never returns', () => {
+    let dir: string;
+    let hanging: LocalObjectStore;
+    beforeEach(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'dropstream-dirsync-'));
+      await mkdir(join(dir, '.tmp'));
+      await mkdir(join(dir, 'ab'));
+      hanging = new LocalObjectStore({
+        root: dir,
+        deadlines,
+        // A directory's handle whose fsync never answers, as on a hung mount; files are opened as they are.
+        openFile: async (path, flags, mode) => {
+          const handle = await open(path, flags, mode);
+          if (!(flags & constants.O_DIRECTORY)) return handle;
+          return new Proxy(handle, {
+            get(target, prop) {
+              if (prop === 'sync') return never;
+              const value: unknown = Reflect.get(target, prop, target);
+              return typeof value === 'function' ? value.bind(target) : value;
+            },
+          });
+        },
+      });
+    });
+    afterEach(() => rm(dir, { recursive: true, force: true }));
+
+    it('then a put fails with StoreTimeoutError("fsync") at the call deadline once its file is renamed', async () => {
+      const started = Date.now();
+      const err = await hanging.put('ab/object', Readable.from([Buffer.alloc(1000)])).catch((e: unknown) => e);
+      expect(err).to.be.instanceOf(StoreTimeoutError);
+      expect((err as Error).message).to.include('fsync');
+      // The file's fdatasync is quick; the directory's fsync is a call: 200 ms.
+      expect(Date.now() - started).to.be.within(195, 2000);
+    });
+
+    it('then a delete fails with StoreTimeoutError("fsync") at the call deadline, so its record stays', async () => {
+      await writeFile(join(dir, 'ab', 'gone'), 'x');
+      const started = Date.now();
+      const err = await hanging.delete('ab/gone').catch((e: unknown) => e);
+      expect(err).to.be.instanceOf(StoreTimeoutError);
+      expect((err as Error).message).to.include('fsync');
+      expect(Date.now() - started).to.be.within(195, 2000);
+    });
   });
 
   it('when the fsync that ends a resumable append never returns, then the append fails with StoreTimeoutError("fsync") at its deadline', async () => {
