@@ -94,6 +94,7 @@ if (process.env.BENCH_SERVER_LD_PRELOAD) serverEnv.LD_PRELOAD = process.env.BENC
 const serverNodeOptions = process.env.BENCH_SERVER_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ?? [];
 
 const results: Comparison[] = [];
+const failed: string[] = [];
 try {
   log(`database ${db.name}: migrating`);
   await migrate(db.url);
@@ -119,7 +120,14 @@ try {
   };
   for (const name of only) {
     log(`scenario ${name}${values.quick ? ' (quick)' : ''}`);
-    results.push(...(await SCENARIOS[name](bench, log)));
+    // A scenario that fails is named in the report and the exit status; the
+    // others' results, which can take half an hour to get, are still written.
+    try {
+      results.push(...(await SCENARIOS[name](bench, log)));
+    } catch (err) {
+      log(`scenario ${name} FAILED: ${(err as Error).stack ?? String(err)}`);
+      failed.push(`${name}: ${(err as Error).message}`);
+    }
   }
   bench.s3.admin.close();
 } finally {
@@ -133,6 +141,7 @@ const meta = {
   machine: await machineInfo(),
   command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
   server_env: { ...serverEnv, ...(serverNodeOptions.length ? { NODE_FLAGS: serverNodeOptions.join(' ') } : {}) },
+  ...(failed.length ? { failed } : {}),
 };
 if (values.profile) {
   const summary = await summarizeProfiles(profileDir);
@@ -141,4 +150,8 @@ if (values.profile) {
   await mkdir(values.out!, { recursive: true });
   const written = await writeReport(meta, results, values.out!);
   log(`wrote ${written.join(' and ')}`);
+}
+if (failed.length) {
+  log(`FAILED: ${failed.join('; ')}`);
+  process.exitCode = 1;
 }

@@ -13,6 +13,8 @@ export interface Meta {
   machine: Awaited<ReturnType<typeof machineInfo>>;
   command: string;
   server_env: Record<string, string>;
+  /** Scenarios that failed ("name: message"); their results are missing. */
+  failed?: string[];
 }
 
 export async function machineInfo() {
@@ -237,6 +239,7 @@ export function markdown(meta: Meta, results: Comparison[]): string {
     '',
     `Written by \`${meta.command}\` (${meta.mode} mode) on ${meta.date}, in ${Math.round(meta.duration_s / 60)} min.`,
     '',
+    ...(meta.failed?.length ? [`**Failed, so missing from this report:** ${meta.failed.join('; ')}.`, ''] : []),
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memory_gib} GiB RAM, ${m.os}, Linux ${m.kernel}; Node ${m.node}.`,
     `Server settings: defaults (8 MiB parts, 2 in flight, UPLOAD_CONCURRENCY 32) with MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_=65536${Object.keys(meta.server_env).length ? `; overrides: ${Object.entries(meta.server_env).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}.`,
     '',
