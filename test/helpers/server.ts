@@ -67,7 +67,9 @@ export const ROOMY_PLAN_FIELDS = {
 
 /** A test server's settings: a new DATA_DIR, a PostgreSQL database of its own unless env names one, silent logs; cleanUp() removes both. */
 export async function prepareTestServer(backend: Backend, env: Record<string, string> = {}, logger?: Logger) {
-  const dataDir = await mkdtemp(join(tmpdir(), 'dropstream-test-'));
+  // TEST_DATA_ROOT: where CI puts test servers' data (a tmpfs, .ci/run), so
+  // the local store's fsyncs, each one real on a disk, do not set CI's pace.
+  const dataDir = await mkdtemp(join(process.env.TEST_DATA_ROOT || tmpdir(), 'dropstream-test-'));
   // A given DATABASE_URL is shared (two instances, one database); otherwise each server gets its own.
   const database = backend === 'postgresql' && !env.DATABASE_URL ? await createTestDatabase() : undefined;
   const config = loadConfig({
