@@ -28,6 +28,30 @@ const load = (dir: string) =>
 
 const PAGE_HEADERS = { 'Content-Security-Policy': APP_CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' };
 
+/** Answers an HTML page of file request links: `title` (plain text), `head` and `main` (markup). */
+function sendPage(ctx: Context, { title, head, main }: { title: string; head: string; main: string }): void {
+  ctx.set(PAGE_HEADERS);
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<title>${escape(title)} - dropstream</title>
+${head}
+</head>
+<body>
+${main}
+</body>
+</html>
+`;
+}
+
+/** The refusals that mean the link takes no more files (a page not built, say, is not one). */
+const ENDED = new Set<string>(['request_not_found', 'request_expired', 'request_full']);
+
 /**
  * A browser that opens a link whose request is closed, unknown, expired or
  * full gets a page saying so, with the refusal's status; any other client
@@ -39,26 +63,15 @@ export async function refusalAsPage(ctx: Context, next: () => Promise<unknown>):
   try {
     await next();
   } catch (err) {
-    if (!(err instanceof AppError) || (err.status !== 404 && err.status !== 410) || ctx.accepts('json', 'html') !== 'html') throw err;
+    if (!(err instanceof AppError) || !ENDED.has(err.code) || ctx.accepts('json', 'html') !== 'html') throw err;
     // The upload page's stylesheet, when it is built; the page reads without it.
-    const css = await load(WEB_DIST).then((page) => `\n<link rel="stylesheet" href="${APP_PATH}/assets/${page.css}">`, () => '');
+    const css = await load(WEB_DIST).then((page) => `<link rel="stylesheet" href="${APP_PATH}/assets/${page.css}">`, () => '');
     ctx.status = err.status;
-    ctx.set(PAGE_HEADERS);
-    ctx.type = 'text/html; charset=utf-8';
-    ctx.body = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<meta name="robots" content="noindex">
-<title>No uploads here - dropstream</title>${css}
-</head>
-<body>
-<main><h1>This link takes no more files</h1><p id="reason">${escape(err.message)}.</p><p>Ask whoever sent you the link for a new one.</p></main>
-</body>
-</html>
-`;
+    sendPage(ctx, {
+      title: 'No uploads here',
+      head: css,
+      main: `<main><h1>This link takes no more files</h1><p id="reason">${escape(err.message)}.</p><p>Ask whoever sent you the link for a new one.</p></main>`,
+    });
   }
 }
 
@@ -77,22 +90,9 @@ export async function requestPage(ctx: Context, request: FileRequest, dir = WEB_
     'expires-at': formatOptionalDate(request.expiresAt) ?? '',
   };
   const attributes = Object.entries(data).map(([name, value]) => `data-${name}="${escape(value)}"`).join(' ');
-  ctx.set(PAGE_HEADERS);
-  ctx.type = 'text/html; charset=utf-8';
-  ctx.body = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<meta name="robots" content="noindex">
-<title>${escape(request.title ?? 'Send files')} - dropstream</title>
-<link rel="stylesheet" href="${APP_PATH}/assets/${page.css}">
-<script type="module" src="${APP_PATH}/assets/${page.js}"></script>
-</head>
-<body>
-<main id="request" ${attributes}><noscript>This page needs JavaScript. Without it: curl -F "file=@yourfile" ${escape(ctx.path.replace(/\/+$/, ''))}/files</noscript></main>
-</body>
-</html>
-`;
+  sendPage(ctx, {
+    title: request.title ?? 'Send files',
+    head: `<link rel="stylesheet" href="${APP_PATH}/assets/${page.css}">\n<script type="module" src="${APP_PATH}/assets/${page.js}"></script>`,
+    main: `<main id="request" ${attributes}><noscript>This page needs JavaScript. Without it: curl -F "file=@yourfile" ${escape(ctx.path.replace(/\/+$/, ''))}/files</noscript></main>`,
+  });
 }
