@@ -132,16 +132,15 @@ export class LocalObjectStore implements ObjectStore {
     const path = this.pathOf(key);
     // Empty fan-out directories stay on purpose: removing one could race a
     // concurrent put between its mkdir and its rename.
-    const removed = await unlink(path).then(
-      () => true,
-      (err: unknown) => {
-        if (!missing(err)) throw storeError(err, key);
-        return false;
-      },
-    );
+    await unlink(path).catch((err: unknown) => {
+      if (!missing(err)) throw storeError(err, key);
+    });
     // Its record goes once this resolves: a power cut must not bring back
-    // an object nobody knows, and an unlink is durable once its directory is.
-    if (removed) await syncDir(dirname(path), this.syncing).catch((err: unknown) => Promise.reject(storeError(err, key)));
+    // an object nobody knows, and an unlink is durable once its directory
+    // is. Synced even when the object was already gone: a retry (the
+    // sweeper's) after a sync that failed finds it so, and must still make
+    // that earlier unlink durable.
+    await syncDir(dirname(path), this.syncing).catch((err: unknown) => (missing(err) ? undefined : Promise.reject(storeError(err, key))));
   }
 
   async discard(key: string, uploadId?: string): Promise<void> {

@@ -28,7 +28,7 @@ describe('LocalObjectStore: durable before it answers (strace)', function () {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
-  async function trace(scenario: 'put' | 'resumable' | 'delete'): Promise<Syscall[]> {
+  async function trace(scenario: 'put' | 'resumable' | 'delete' | 'delete-again'): Promise<Syscall[]> {
     const { calls, run } = await traceNode(
       ['--import', 'tsx', 'test/contract/local-durability.child.ts', JSON.stringify({ root, markers, scenario })],
       SYSCALLS,
@@ -83,6 +83,15 @@ describe('LocalObjectStore: durable before it answers (strace)', function () {
     expect(unlink, 'no unlink of the object').to.not.equal(undefined);
     const sync = calls.find((c) => c.name === 'fsync' && c.result === 0 && c.args.endsWith(`<${root}/ab/cd>`) && c.start > unlink!.end);
     expect(sync, 'no fsync of the object\'s directory after the unlink').to.not.equal(undefined);
+    expect(sync!.end).to.be.below(deleted.start);
+  });
+
+  itWithStrace('when a delete is retried after its object was already unlinked (an earlier sync failed), then the directory is still fsynced before it answers', async () => {
+    const calls = await trace('delete-again');
+    const unlinked = find(calls, 'fsync', onFd(join(markers, 'unlinked')));
+    const deleted = find(calls, 'fsync', onFd(join(markers, 'delete-answered')));
+    const sync = calls.find((c) => c.name === 'fsync' && c.result === 0 && c.args.endsWith(`<${root}/ab/cd>`) && c.start > unlinked.end);
+    expect(sync, 'an fsync of the directory after the retry began').to.not.equal(undefined);
     expect(sync!.end).to.be.below(deleted.start);
   });
 });
