@@ -41,7 +41,7 @@ export function webhookSchemas(): Record<string, Schema> {
       status: { type: 'string', enum: ['pending', 'delivered', 'failed'] },
       attempts: count('Tries so far.'),
       last_status: { type: ['integer', 'null'], description: 'The receiver\'s last HTTP status; null when it did not answer.' },
-      last_error: { type: ['string', 'null'], description: 'Why the last try failed.' },
+      last_error: { type: ['string', 'null'], description: 'Why the last try failed. A destination that is not a public address (after DNS) says `destination is not a public address`, never the address.' },
       next_attempt_at: optionalDate('When it is tried next; null once delivered or given up.'),
       delivered_at: optionalDate('When a receiver answered 2xx.'),
       created_at: DATE,

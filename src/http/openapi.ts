@@ -121,7 +121,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
 }
 
 function apiPaths(publicUrl: string): Record<string, PathItem> {
-  const { file_id, public_link, size, filename, expires_at } = fileFields(publicUrl);
+  const { file_id, public_link, size, filename } = fileFields(publicUrl);
   const fileOperation = (operationId: string, summary: string, ok200: Response): Operation => ({
     operationId,
     summary,
@@ -156,7 +156,7 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
           },
         },
         responses: {
-          '201': success('The file is stored.', object({ success: ok, file_id, public_link, size, filename, expires_at })),
+          '201': success('The file is stored. The answer carries the spec\'s fields only; the file\'s expiry (`expires_at`) is read from `GET /files/{file_id}`.', object({ success: ok, file_id, public_link, size, filename })),
           ...apiErrors,
           '400': error(`The body is not one valid file part named \`file\`: ${codes('invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'upload_aborted', 'invalid_filename')}; or a bad option: ${codes('field_after_file', 'invalid_expires_in', 'invalid_max_downloads', 'invalid_password')}.`),
           '403': error(`${codes('plan_without_api_access')} (no rate-limit headers), ${codes('file_too_large')} (sent as soon as the count passes \`max_file_size\`; the connection is then closed) or ${codes('daily_upload_limit')} (uploads for this UTC day used up), or ${codes('storage_quota_exceeded')} (the account's stored bytes would pass the plan's \`max_total_size\`; cut as soon as the count passes the free space, and the connection is closed). No request point is spent.`),

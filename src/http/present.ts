@@ -21,7 +21,10 @@ export function presentFile(file: FileListing, publicUrl: string) {
   };
 }
 
-/** The answer to an upload: the spec's four fields, and when the file expires. */
+/**
+ * The answer to an upload: the spec's four fields and nothing else (the spec
+ * says "only"; issue 50). A file's expiry is read from GET /files/{file_id}.
+ */
 export function presentUpload(file: FileListing, publicUrl: string) {
   return {
     success: true,
@@ -29,7 +32,6 @@ export function presentUpload(file: FileListing, publicUrl: string) {
     public_link: publicLink(publicUrl, file.linkToken),
     size: file.size,
     filename: file.filename,
-    expires_at: formatOptionalDate(file.expiresAt),
   };
 }
 

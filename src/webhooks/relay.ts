@@ -224,7 +224,7 @@ export class Relay {
       await prisma.$executeRaw`UPDATE webhook_messages SET next_attempt_at = ${now}::timestamp(3), attempts = attempts - 1 WHERE id = ${message.id}`;
       return;
     }
-    logger.debug({ message_id: message.id, attempts: message.attempts, status: result.status, error }, 'webhook delivery failed');
+    logger.debug({ message_id: message.id, attempts: message.attempts, status: result.status, error, detail: result.detail }, 'webhook delivery failed');
     const next = new Date(now.getTime() + backoffMs(message.attempts, this.options.baseBackoffMs, this.options.maxBackoffMs));
     if (next.getTime() <= message.created_at.getTime() + this.options.retryWindowMs) {
       // Not when its endpoint was disabled meanwhile (that stopped the message: next_attempt_at NULL).

@@ -1,11 +1,12 @@
 // One POST of one message to one endpoint, with the safety rules of issue 44:
 // no private addresses (checked on the address actually connected to, after
-// DNS, by request-filtering-agent's lookup), no redirects (node:http follows
-// none), a deadline over the whole exchange, and at most RESPONSE_BYTES of
-// the answer read.
+// DNS: public-address.ts), no redirects (node:http follows none), a deadline
+// over the whole exchange, and at most RESPONSE_BYTES of the answer read.
+import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import type net from 'node:net';
+import { NotPublicAddressError, publicOnly, publicOnlyLookup } from './public-address.js';
 
 /** What is read of a receiver's answer: enough for an error message, never more. */
 export const RESPONSE_BYTES = 4096;
@@ -13,8 +14,10 @@ export const RESPONSE_BYTES = 4096;
 export interface SendResult {
   /** The receiver's status; undefined when there was no answer. */
   status?: number;
-  /** Why it failed (no answer, refused address, timeout, the start of a non-2xx body). */
+  /** Why it failed (no answer, refused address, timeout, the start of a non-2xx body): what the account sees. */
   error?: string;
+  /** For the operator's log only: the refused address and the name it came from (never shown to the account). */
+  detail?: string;
 }
 
 export interface Agents {
@@ -26,19 +29,23 @@ export interface Agents {
 /**
  * The agents deliveries go through: one pair per relay, keeping connections
  * to receivers alive between messages. `allowPrivate` (WEBHOOK_ALLOW_PRIVATE)
- * lifts the address rule for on-premise receivers and tests.
+ * lifts the address rule for on-premise receivers and tests. `lookup` is the
+ * resolver (dns.lookup; tests answer names with addresses of their choosing).
  */
-export function createAgents(allowPrivate: boolean, maxSocketsPerHost: number): Agents {
+export function createAgents(allowPrivate: boolean, maxSocketsPerHost: number, lookup: net.LookupFunction = dns.lookup as net.LookupFunction): Agents {
   const options = { keepAlive: true, maxSockets: maxSocketsPerHost, timeout: 30_000 };
   const agents = allowPrivate
-    ? { http: new http.Agent(options), https: new https.Agent(options) }
+    ? { http: new http.Agent({ ...options, lookup }), https: new https.Agent({ ...options, lookup }) }
     : {
-        // The meta addresses (0.0.0.0, ::) reach this machine too.
-        http: new RequestFilteringHttpAgent({ ...options, allowPrivateIPAddress: false, allowMetaIPAddress: false }),
-        https: new RequestFilteringHttpsAgent({ ...options, allowPrivateIPAddress: false, allowMetaIPAddress: false }),
+        http: publicOnly(new http.Agent(options), publicOnlyLookup(lookup)),
+        https: publicOnly(new https.Agent(options), publicOnlyLookup(lookup)),
       };
   return { ...agents, destroy: () => (agents.http.destroy(), agents.https.destroy()) };
 }
+
+/** What a failed send records: a refused address says so without the address (issue 50), the rest is Node's message. */
+const failure = (err: Error): SendResult =>
+  err instanceof NotPublicAddressError ? { error: err.message, detail: `${err.address} (host ${err.host})` } : { error: err.message };
 
 /** POSTs `body`; resolves (never rejects) once the answer's status and first bytes are in, or it failed. */
 export function send(agents: Agents, url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<SendResult> {
@@ -60,10 +67,10 @@ export function send(agents: Agents, url: string, headers: Record<string, string
         signal,
       });
     } catch (err) {
-      done({ error: (err as Error).message });
+      done(failure(err as Error));
       return;
     }
-    req.on('error', (err) => done({ error: signal.aborted ? 'timed out' : err.message }));
+    req.on('error', (err) => done(signal.aborted ? { error: 'timed out' } : failure(err)));
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
       const chunks: Buffer[] = [];

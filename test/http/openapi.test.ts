@@ -191,13 +191,14 @@ describe('OpenAPI document', () => {
     expect(validate({ success: false, error: { code: 'not_found' } })).to.equal(false);
   });
 
-  it('when an upload response has a field more than the spec\'s and expires_at, or a fractional size, then the 201 schema refuses it', () => {
+  it('when an upload response has a field more than the spec\'s (expires_at too), or a fractional size, then the 201 schema refuses it', () => {
     const validate = schemaAt('/paths/~1files~1upload/post/responses/201/content/application~1json/schema');
-    const good = { success: true, file_id: 1, public_link: `${PUBLIC_URL}/download/abcdefghijklmnopqrstuv`, size: 3, filename: 'a.txt', expires_at: null };
+    const good = { success: true, file_id: 1, public_link: `${PUBLIC_URL}/download/abcdefghijklmnopqrstuv`, size: 3, filename: 'a.txt' };
     expect(validate(good)).to.equal(true);
-    expect(validate({ ...good, expires_at: '2026-12-01 08:00:00' })).to.equal(true);
-    const { expires_at: _, ...withoutExpiry } = good;
-    expect(validate(withoutExpiry)).to.equal(false);
+    expect(validate({ ...good, expires_at: null })).to.equal(false);
+    expect(validate({ ...good, expires_at: '2026-12-01 08:00:00' })).to.equal(false);
+    const { filename: _, ...withoutFilename } = good;
+    expect(validate(withoutFilename)).to.equal(false);
     expect(validate({ ...good, upload_date: '2026-01-01 00:00:00' })).to.equal(false);
     expect(validate({ ...good, size: 1.5 })).to.equal(false);
     expect(validate({ ...good, public_link: 'http://elsewhere.test/download/abc' })).to.equal(false);

@@ -37,12 +37,12 @@ for (const backend of backends) {
       expect(await eventually(state, (s) => JSON.stringify(s) === JSON.stringify(nothing), 10_000)).to.deep.equal(nothing);
     }
 
-    it('when a file is uploaded, then 201 carries exactly success, file_id, public_link, size, filename and expires_at (null)', async () => {
+    // The spec: the upload response "carries file_id, public_link, size and filename only" (with success).
+    it('when a file is uploaded, then 201 carries exactly success, file_id, public_link, size and filename (the spec\'s key set)', async () => {
       const content = randomBytes(777);
       const res = await uploadFile(t.server.url, key, 'report.pdf', content);
       expect(res.status).to.equal(201);
-      expect(Object.keys(res.body).sort()).to.deep.equal(['expires_at', 'file_id', 'filename', 'public_link', 'size', 'success']);
-      expect(res.body.expires_at).to.equal(null);
+      expect(Object.keys(res.body)).to.deep.equal(['success', 'file_id', 'public_link', 'size', 'filename']);
       expect(res.body).to.include({ success: true, size: 777, filename: 'report.pdf' });
       expect(res.body.file_id).to.be.a('number').and.greaterThan(0);
       expect(res.body.public_link).to.match(new RegExp(`^${PUBLIC_URL}/download/[A-Za-z0-9_-]{22,}$`));

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
+import { captureLog } from '../helpers/log-capture.js';
 import { backends, createTestDatabase, type Backend } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
@@ -287,17 +288,27 @@ for (const backend of backends) {
   describe(`webhook safety and restarts (${backend})`, function () {
     this.timeout(90_000);
 
-    it('when WEBHOOK_ALLOW_PRIVATE is off, then a loopback receiver gets nothing and the delivery says why', async () => {
+    it('when WEBHOOK_ALLOW_PRIVATE is off, then a loopback receiver gets nothing, by address or by name, and the delivery says why without the address (issue 50)', async () => {
       const receiver = await startReceiver();
-      const t = await startTestServer(backend, { WEBHOOK_MAX_BACKOFF: '1' }, undefined, FAST_RELAY);
+      const log = captureLog('debug');
+      const t = await startTestServer(backend, { WEBHOOK_MAX_BACKOFF: '1' }, log.logger, FAST_RELAY);
       try {
         const { apiKey } = await t.account();
-        const id = await subscribe(t, apiKey, receiver);
+        const byAddress = await subscribe(t, apiKey, receiver);
+        // localhost: a name the system resolver answers with 127.0.0.1 or ::1, as an internal name would be.
+        const byName = await subscribe(t, apiKey, { ...receiver, url: receiver.url.replace('127.0.0.1', 'localhost') });
         await uploadFile(t.server.url, apiKey, 'inside.txt', 'inside');
-        const [delivery] = await eventually(() => deliveries(t, apiKey, id), (d) => d[0]?.attempts >= 2);
-        expect(delivery.status).to.equal('pending');
-        expect(delivery.last_error).to.match(/not allowed/);
+        for (const id of [byAddress, byName]) {
+          const [delivery] = await eventually(() => deliveries(t, apiKey, id), (d) => d[0]?.attempts >= 2);
+          expect(delivery.status).to.equal('pending');
+          // What the account reads: the refusal alone, never what its URL resolved to.
+          expect(delivery.last_error).to.equal('destination is not a public address');
+        }
         expect(receiver.received).to.have.length(0);
+        // The operator's log keeps the detail.
+        const failed = log.lines.filter((l) => l.msg === 'webhook delivery failed').map((l) => String(l.detail));
+        expect(failed.some((d) => /^(127\.0\.0\.1|::1) \(host localhost\)$/.test(d)), failed.join(', ')).to.equal(true);
+        expect(failed.some((d) => d === '127.0.0.1 (host 127.0.0.1)'), failed.join(', ')).to.equal(true);
       } finally {
         await t.close();
         await receiver.close();
