@@ -25,7 +25,7 @@ export interface DatabaseOptions {
   pgliteDir?: string;
   /**
    * PostgreSQL only: the longest any statement may run or wait for a lock,
-   * and for a pooled connection (see `deadlines`). Absent: no deadline.
+   * and for a pooled connection (see `poolDeadlines`). Absent: no deadline.
    */
   queryTimeoutMs?: number;
 }
@@ -53,11 +53,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let migrationFactory: SqlMigrationAwareDriverAdapterFactory | undefined;
   let closeDriver: () => Promise<void>;
   if (options.url) {
-    const { PrismaPg } = await import('@prisma/adapter-pg');
-    factory = new PrismaPg({ connectionString: options.url, ...deadlines(options.queryTimeoutMs) });
+    const [{ PrismaPg }, { clientWithDeadlines }] = await Promise.all([import('@prisma/adapter-pg'), import('./deadlines.js')]);
+    factory = new PrismaPg({ connectionString: options.url, ...poolDeadlines(options.queryTimeoutMs, clientWithDeadlines) });
     // Migrations keep no statement deadline: an index built over a large
     // table may rightly take minutes. Connecting is still bounded.
-    migrationFactory = new PrismaPg({ connectionString: options.url, ...deadlines(options.queryTimeoutMs, false) });
+    migrationFactory = new PrismaPg({ connectionString: options.url, ...connectDeadlines(options.queryTimeoutMs) });
     closeDriver = async () => {};
   } else {
     const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
@@ -97,23 +97,27 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 /** How much longer than the server's own deadline we wait for its answer before giving the connection up. */
 const ANSWER_MARGIN_MS = 5000;
 
+/** Connecting is bounded, and a peer that vanished between queries is noticed (TCP keepalive). */
+function connectDeadlines(ms: number | undefined) {
+  return ms ? { connectionTimeoutMillis: ms, keepAlive: true, keepAliveInitialDelayMillis: 10_000 } : {};
+}
+
 /**
  * node-postgres waits forever by default: for a connection from a full pool,
  * for a server that accepted the connection and never answers, for a row
  * lock. Each gets a deadline here, so a stalled PostgreSQL costs a request
  * a 503 after `ms` instead of holding it (and its client's connection)
- * open. PostgreSQL itself cancels a statement that runs or waits past `ms`
- * (the connection stays usable) and ends a session left idle inside a
- * transaction that long (a replica frozen mid-transaction releases its
- * locks). When no answer comes at all (the server or the network hung),
- * the driver gives up `ANSWER_MARGIN_MS` later, and the pool drops that
- * connection. TCP keepalive notices a peer that vanished between queries.
+ * open. A statement that runs or waits past `ms` is cancelled by PostgreSQL
+ * (the connection stays usable), and a transaction left idle that long is
+ * ended (a replica frozen mid-transaction releases its locks): both set in
+ * a way a pooler in transaction mode keeps (src/db/deadlines.ts). When no
+ * answer comes at all (the server or the network hung), the driver gives up
+ * `ANSWER_MARGIN_MS` later, and the pool drops that connection.
  */
-function deadlines(ms: number | undefined, statements = true) {
+function poolDeadlines(ms: number | undefined, clientWithDeadlines: typeof import('./deadlines.js').clientWithDeadlines) {
   if (!ms) return {};
-  const connecting = { connectionTimeoutMillis: ms, keepAlive: true, keepAliveInitialDelayMillis: 10_000 };
-  if (!statements) return connecting;
-  return { ...connecting, statement_timeout: ms, idle_in_transaction_session_timeout: ms, query_timeout: ms + ANSWER_MARGIN_MS };
+  const Client = clientWithDeadlines({ statementMs: ms, cancelMs: ANSWER_MARGIN_MS }) as unknown as new () => import('pg').ClientBase;
+  return { ...connectDeadlines(ms), query_timeout: ms + ANSWER_MARGIN_MS, Client };
 }
 
 /** Takes the folder's lock, then makes sure it holds a database (a copy of the template if it is new). */
