@@ -11,7 +11,7 @@
 // out (.ci/clients.sh installs it).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -83,6 +83,13 @@ export async function startPgBouncer(settings: Record<string, string> = {}): Pro
   let log = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
   const exited = once(child, 'exit');
+  // A test process that ends without its after hook (a crash, mocha's exit) takes its PgBouncer with it.
+  const orphaned = () => {
+    child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', orphaned);
+  void exited.then(() => process.off('exit', orphaned));
   const ready = await Promise.race([
     new Promise<boolean>((resolve) => {
       const check = () => /listening on 127\.0\.0\.1/.test(log) && resolve(true);
