@@ -64,6 +64,7 @@ const schema = z
     PUBLIC_URL: urlSetting(['http', 'https'], 'https://files.example.com', true).optional(),
     DATA_DIR: z.string().min(1).default('./data'),
     DATABASE_URL: urlSetting(['postgresql', 'postgres'], 'postgresql://user:password@host:5432/dropstream', false).optional(),
+    DATABASE_DIRECT_URL: urlSetting(['postgresql', 'postgres'], 'postgresql://user:password@postgres:5432/dropstream', false).optional(),
     DATABASE_CONNECT_TIMEOUT: integer(0, 3600).default(60),
     DATABASE_QUERY_TIMEOUT: integer(1, 3600).default(10),
     ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
@@ -143,18 +144,23 @@ const schema = z
       if (placeholder(env[name])) ctx.addIssue({ code: 'custom', path: [name], message: 'is still the .env.example placeholder: change it' });
     }
     // Refinements run even when a field failed: a DATABASE_URL that is no URL was said above.
-    const databasePassword = parsedUrl(env.DATABASE_URL)?.password;
-    if (databasePassword) {
+    for (const name of ['DATABASE_URL', 'DATABASE_DIRECT_URL'] as const) {
+      const databasePassword = parsedUrl(env[name])?.password;
+      if (!databasePassword) continue;
       let password: string | undefined;
       try {
         password = decodeURIComponent(databasePassword);
       } catch {
         // pg decodes it the same way, and would fail with a URIError at the first connection.
-        ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'has a % in its password not followed by two hex digits: percent-encode the password (% is %25)' });
+        ctx.addIssue({ code: 'custom', path: [name], message: 'has a % in its password not followed by two hex digits: percent-encode the password (% is %25)' });
       }
       if (placeholder(password)) {
-        ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'has the .env.example placeholder as its password (POSTGRES_PASSWORD): change it' });
+        ctx.addIssue({ code: 'custom', path: [name], message: 'has the .env.example placeholder as its password (POSTGRES_PASSWORD): change it' });
       }
+    }
+    // The direct URL is the session beside a pooled DATABASE_URL; alone it would be ignored (PGlite), silently.
+    if (env.DATABASE_DIRECT_URL && !env.DATABASE_URL) {
+      ctx.addIssue({ code: 'custom', path: ['DATABASE_DIRECT_URL'], message: 'is set but DATABASE_URL is not: it is the direct connection beside a DATABASE_URL that goes through a connection pooler; set DATABASE_URL too, or unset it' });
     }
     if (env.STORE === 's3' && !env.S3_BUCKET) {
       ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when STORE is s3' });
@@ -188,6 +194,8 @@ const schema = z
     publicUrl: (env.PUBLIC_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, ''),
     dataDir: resolve(env.DATA_DIR),
     databaseUrl: env.DATABASE_URL,
+    /** PostgreSQL itself (or a pooler in session mode) where DATABASE_URL goes through one in transaction mode: migrations and the notice carrier's LISTEN. */
+    databaseDirectUrl: env.DATABASE_DIRECT_URL,
     /** Seconds to keep retrying an unreachable PostgreSQL at start (it may be starting too); 0 tries once. */
     databaseConnectTimeout: env.DATABASE_CONNECT_TIMEOUT,
     /** Seconds a PostgreSQL statement may run or wait (for a lock, a connection, an answer) before the request gets 503. */

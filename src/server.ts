@@ -221,9 +221,12 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   // What instances tell each other (caller changes, ended links, tus
   // release requests) travels on one carrier: one listening connection per
   // instance (src/notices). Its channels are named below, then it starts.
+  // PostgreSQL's LISTEN needs a session: never through a pooler (db.sessionUrl()).
+  const sessionUrl = await db.sessionUrl();
+  if (db.kind === 'postgresql' && !sessionUrl) warnWithoutSessions(logger, Boolean(redis));
   const notices = openNotices({
     redis: redis && { url: config.redisUrl!, publisher: redis, prefix: config.redisKeyPrefix },
-    databaseUrl: config.databaseUrl,
+    databaseUrl: sessionUrl,
     logger,
   });
   closers.add('notices', () => notices.close());
@@ -290,6 +293,27 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   relay.start();
   closers.add('webhook relay', () => relay.close());
   return { accounts, plans, files, uploads, ledger, links, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
+}
+
+/**
+ * Says at start what does not work behind a pooler that does not keep
+ * sessions, with no DATABASE_DIRECT_URL, rather than letting it fail later:
+ * a later release's migrations are refused at start, and without Redis the
+ * instances cannot hear each other (a LISTEN through the pooler would hear
+ * nothing, silently), so notices stay in this process.
+ */
+function warnWithoutSessions(logger: Logger, redis: boolean): void {
+  const lost = ['migrations: a start with pending migrations (a new release) stops with an error, as does `dropstream migrate`'];
+  if (!redis) {
+    lost.push(
+      'notices between instances (no REDIS_URL): a tus request on another instance than the one writing the upload waits RESUMABLE_TAKEOVER_TIMEOUT and gets 409 upload_busy, ' +
+        "a revoked link or deleted file ends other instances' downloads at their next check (3 s), and API key changes reach other instances when their cache entry runs out (1 s)",
+    );
+  }
+  logger.warn(
+    { without: lost },
+    'DATABASE_URL goes through a connection pooler that does not keep sessions (it refused or dropped a setting sent at connect), and DATABASE_DIRECT_URL is not set: what needs a session will not work; set DATABASE_DIRECT_URL to PostgreSQL itself (docs/operating.md#connection-poolers)',
+  );
 }
 
 /**

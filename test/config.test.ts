@@ -199,6 +199,18 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgresql://dropstream:s3cret@postgres:5432/dropstream' }).databaseUrl).to.include('s3cret');
   });
 
+  it('when DATABASE_DIRECT_URL is set, then it is kept beside DATABASE_URL, checked as DATABASE_URL is, and refused alone (issue 58)', () => {
+    const pooled = 'postgresql://dropstream:s3cret@pgbouncer:6432/dropstream';
+    const direct = 'postgresql://dropstream:s3cret@postgres:5432/dropstream';
+    const config = loadConfig({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct });
+    expect([config.databaseUrl, config.databaseDirectUrl]).to.deep.equal([pooled, direct]);
+    expect(loadConfig({ DATABASE_URL: pooled }).databaseDirectUrl).to.equal(undefined);
+    expect(configError({ DATABASE_DIRECT_URL: direct }).message).to.match(/DATABASE_DIRECT_URL: is set but DATABASE_URL is not/);
+    expect(configError({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: 'http://postgres/d' }).message).to.match(/DATABASE_DIRECT_URL: must be a postgresql:\/\/ or postgres:\/\/ URL/);
+    expect(configError({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: 'postgresql://u:50%off@db/d' }).message).to.match(/DATABASE_DIRECT_URL: has a % in its password/).and.not.include('50%off');
+    expect(configError({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: 'postgresql://dropstream:change-me-postgres-password@postgres:5432/dropstream' }).message).to.match(/DATABASE_DIRECT_URL: has the .env.example placeholder/);
+  });
+
   it('when variables the server does not read are set, then they are ignored', () => {
     expect(loadConfig({ PATH: '/usr/bin', SOMETHING_ELSE: 'x' }).port).to.equal(3000);
   });

@@ -61,6 +61,10 @@ describeWithPostgres('faults: PostgreSQL answers too late or not at all (DATABAS
       );
       for (const res of result) expectUnavailable(res);
       expect(ms).to.be.below(WITHIN_MS);
+      // Cancelled by PostgreSQL at the deadline, not only abandoned by the driver: none still waits for the lock held.
+      const name = new URL(database.url).pathname.slice(1);
+      const waiting = await locker.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'", [name]);
+      expect(waiting.rows[0].n, 'statements still waiting for the lock').to.equal(0);
     } finally {
       await locker.query('ROLLBACK');
       await locker.end();
