@@ -63,6 +63,7 @@ export const ERROR_CODES = {
   // 408: too slow.
   request_timeout: { status: 408, meaning: 'The request headers took longer than HEADERS_TIMEOUT.' },
   upload_too_slow: { status: 408, meaning: 'The upload body came slower than UPLOAD_MIN_RATE; the connection is closed.' },
+  body_timeout: { status: 408, meaning: 'A JSON request body did not arrive within BODY_TIMEOUT; the connection is closed.' },
   // 409..460: the state of a resumable upload, and what the protocol requires.
   upload_offset_mismatch: { status: 409, meaning: 'Upload-Offset is not the upload\'s offset (the answer carries the real one).' },
   upload_busy: { status: 409, meaning: 'Another request is writing to this upload; try again shortly.' },

@@ -119,7 +119,7 @@ export class Metrics {
 
   readonly connectionsShed = new Counter({
     name: 'dropstream_connections_shed_total',
-    help: 'Connections to the public listener closed to stay within MAX_CONNECTIONS, by reason (idle_closed: the oldest idle one made room for a new one; new_refused: none was idle, the new one was closed)',
+    help: 'Connections to the public listener closed to stay within MAX_CONNECTIONS, by reason (idle_closed: the oldest idle one made room for a new one; body_waiting_closed: the oldest was waiting on its client for a JSON body; new_refused: none was idle, the new one was closed)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -325,6 +325,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },
     downloadRate: { minRate: config.downloadMinRate, windowSeconds: config.downloadRateWindow },
     requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix }),
+    bodyTimeoutMs: config.bodyTimeout * 1000,
     authFailures: failures('auth', config.authFailureLimit),
     tokenFailures: failures('link', config.linkFailureLimit),
     passwordFailures: new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'password', ...config.linkPasswordLimit }),
@@ -358,6 +359,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     metrics: tools.metrics,
     sweep: sweepAndRecount,
     clientIpv6Prefix: config.clientIpv6Prefix,
+    bodyTimeoutMs: config.bodyTimeout * 1000,
   });
   return { app, adminApp };
 }

@@ -38,6 +38,8 @@ export interface ApiDeps {
   requestLimits: RequestLimits;
   /** Failed authentications per client address. */
   authFailures: FailureLimits;
+  /** BODY_TIMEOUT in milliseconds: JSON bodies arrive within it, or 408. */
+  bodyTimeoutMs: number;
   metrics?: Metrics;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
@@ -59,7 +61,7 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks, requests }: ApiDeps) {
+export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, bodyTimeoutMs, metrics, publicUrl, resumable, webhooks, requests }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
@@ -80,11 +82,11 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
     throw new AppError('method_not_allowed', 'Method not allowed', { Allow: 'POST' });
   });
 
-  linkRoutes(router, guard, { links, publicUrl, parseFileId });
+  linkRoutes(router, guard, { links, publicUrl, parseFileId, bodyTimeoutMs });
 
-  if (webhooks) webhookRoutes(router, guard, { webhooks });
+  if (webhooks) webhookRoutes(router, guard, { webhooks, bodyTimeoutMs });
 
-  if (requests) requestRoutes(router, guard, { requests, publicUrl });
+  if (requests) requestRoutes(router, guard, { requests, publicUrl, bodyTimeoutMs });
 
   if (resumable) tusRoutes(router, guard, { resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl });
 
