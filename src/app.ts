@@ -27,6 +27,7 @@ import { requestLog } from './http/request-log.js';
 import { singleHeaders } from './http/single-headers.js';
 import type { FailureLimits } from './limits/failure-limits.js';
 import type { RequestLimits } from './limits/request-limits.js';
+import type { RequestsInFlight } from './limits/requests-in-flight.js';
 import { jsonBody } from './http/json-body.js';
 import type { Metrics } from './metrics.js';
 import type { WebhookEndpoints } from './webhooks/endpoints.js';
@@ -54,6 +55,8 @@ export interface AppDeps {
   /** DOWNLOAD_MIN_RATE over DOWNLOAD_RATE_WINDOW: slower readers are cut. */
   downloadRate?: BodyRateOptions;
   requestLimits: RequestLimits;
+  /** Requests in progress per account on this instance (ACCOUNT_REQUESTS_IN_FLIGHT). */
+  requestsInFlight: RequestsInFlight;
   /** BODY_TIMEOUT in milliseconds: a JSON body not all here by then is 408 body_timeout. */
   bodyTimeoutMs: number;
   authFailures: FailureLimits;
@@ -91,7 +94,7 @@ export function createApp(deps: AppDeps): Koa {
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service });
+  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service });
   const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',

@@ -82,6 +82,7 @@ export const ERROR_CODES = {
   // 429, 431: too much.
   rate_limited: { status: 429, meaning: 'The plan\'s requests per minute or per day are used up.' },
   too_many_uploads: { status: 429, meaning: 'The account already runs as many uploads as its plan allows at once.' },
+  too_many_requests_in_flight: { status: 429, meaning: 'The account already has as many requests in progress on this instance as ACCOUNT_REQUESTS_IN_FLIGHT (plus its uploads) allows.' },
   too_many_failures: { status: 429, meaning: 'This address sent too many bad API keys, unknown download links, wrong link passwords or wrong admin tokens; until the lockout ends, it is refused even with the right link password or admin token.' },
   link_password_locked: { status: 429, meaning: 'The download link (or file request) had too many wrong passwords from all addresses; its password is refused, right or wrong, until the lock ends.' },
   password_checks_busy: { status: 429, meaning: 'Too many link passwords are being checked on this instance at once; nothing was checked or counted.' },

@@ -37,7 +37,7 @@ export class Metrics {
 
   readonly rateLimitRefusals = new Counter({
     name: 'dropstream_rate_limit_refusals_total',
-    help: 'Requests refused with 429, by reason (minute, day, auth_failures, link_failures, admin_failures, password_failures, password_checks_busy)',
+    help: 'Requests refused with 429, by reason (minute, day, auth_failures, link_failures, admin_failures, password_failures, password_checks_busy, in_flight)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
