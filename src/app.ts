@@ -1,4 +1,3 @@
-import { bodyParser } from '@koa/bodyparser';
 import cors from '@koa/cors';
 import Koa from 'koa';
 import type { Logger } from 'pino';
@@ -28,6 +27,8 @@ import { requestLog } from './http/request-log.js';
 import { singleHeaders } from './http/single-headers.js';
 import type { FailureLimits } from './limits/failure-limits.js';
 import type { RequestLimits } from './limits/request-limits.js';
+import type { RequestsInFlight } from './limits/requests-in-flight.js';
+import { jsonBody } from './http/json-body.js';
 import type { Metrics } from './metrics.js';
 import type { WebhookEndpoints } from './webhooks/endpoints.js';
 import type { FileRequests } from './requests/service.js';
@@ -54,6 +55,10 @@ export interface AppDeps {
   /** DOWNLOAD_MIN_RATE over DOWNLOAD_RATE_WINDOW: slower readers are cut. */
   downloadRate?: BodyRateOptions;
   requestLimits: RequestLimits;
+  /** Requests in progress per account on this instance (ACCOUNT_REQUESTS_IN_FLIGHT). */
+  requestsInFlight: RequestsInFlight;
+  /** BODY_TIMEOUT in milliseconds: a JSON body not all here by then is 408 body_timeout. */
+  bodyTimeoutMs: number;
   authFailures: FailureLimits;
   tokenFailures: FailureLimits;
   /** Wrong passwords per download link, from all addresses. */
@@ -89,7 +94,7 @@ export function createApp(deps: AppDeps): Koa {
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service });
+  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service });
   const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',
@@ -143,10 +148,12 @@ export interface AdminAppDeps {
   sweep: (graceSeconds?: number) => Promise<GcResult>;
   /** CLIENT_IPV6_PREFIX (default 64), for the wrong-token limit per client. */
   clientIpv6Prefix?: number;
+  /** BODY_TIMEOUT in milliseconds, for the admin API's JSON bodies. */
+  bodyTimeoutMs: number;
 }
 
 /** The admin listener: provisioning of accounts, keys and plans. Does not listen. */
-export function createAdminApp({ accounts, plans, logger, adminToken, adminFailures, metrics, sweep, clientIpv6Prefix = 64 }: AdminAppDeps): Koa {
+export function createAdminApp({ accounts, plans, logger, adminToken, adminFailures, metrics, sweep, clientIpv6Prefix = 64, bodyTimeoutMs }: AdminAppDeps): Koa {
   const app = new Koa();
   app.on('error', lateErrors(logger));
   const admin = adminRoutes({ accounts, plans, metrics, sweep });
@@ -157,9 +164,7 @@ export function createAdminApp({ accounts, plans, logger, adminToken, adminFailu
   app.use(singleHeaders());
   // First, before the body is read and before a route is matched.
   app.use(requireAdminToken(adminToken, adminFailures, metrics));
-  app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', onError: () => {
-    throw badRequest('invalid_json', 'The body must be a JSON object');
-  } }));
+  app.use(jsonBody({ limit: '64kb', invalid: () => badRequest('invalid_json', 'The body must be a JSON object'), timeoutMs: bodyTimeoutMs }));
   app.use(admin.routes()).use(admin.allowedMethods());
   return app;
 }

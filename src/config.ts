@@ -120,6 +120,8 @@ const schema = z
     MAX_CONNECTIONS: integer(0, 100_000_000).optional(),
     CLIENT_IPV6_PREFIX: integer(1, 128).default(64),
     IDLE_TIMEOUT: integer(1, 3600).default(60),
+    BODY_TIMEOUT: integer(1, 3600).default(10),
+    ACCOUNT_REQUESTS_IN_FLIGHT: integer(1, 1_000_000).default(32),
     GC_GRACE: integer(0, 30 * 86_400).default(3600),
     GC_INTERVAL: integer(0, 86_400).default(600),
     RESUMABLE_EXPIRY: integer(1, 30 * 86_400).default(86_400),
@@ -224,6 +226,14 @@ const schema = z
     maxConnections: env.MAX_CONNECTIONS,
     /** Seconds a connection may stay silent mid-request; a long upload that keeps sending is never cut. */
     idleTimeout: env.IDLE_TIMEOUT,
+    /** Seconds a JSON body (not an upload) may take to arrive once it is read, or 408 body_timeout and the connection closed. */
+    bodyTimeout: env.BODY_TIMEOUT,
+    /**
+     * Requests one account may have in progress on one instance besides its
+     * uploads: the cap is this plus the plan's concurrent uploads; the next
+     * is 429 too_many_requests_in_flight (src/limits/requests-in-flight.ts).
+     */
+    accountRequestsInFlight: env.ACCOUNT_REQUESTS_IN_FLIGHT,
     uploadConcurrency: env.UPLOAD_CONCURRENCY,
     /** Uploads an account runs at once on all instances when its plan sets no concurrent_uploads. */
     accountUploadConcurrency: env.ACCOUNT_UPLOAD_CONCURRENCY,

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { clientKey } from './client-key.js';
 import { atMostEvery } from './log-throttle.js';
-import { capConnectionsPerAddress, responding } from './listener.js';
+import { awaitingClientBody, capConnectionsPerAddress, responding } from './listener.js';
 import type { Metrics } from './metrics.js';
 import { defaultMaxConnections, openFilesLimit } from './open-files.js';
 
@@ -42,10 +42,10 @@ export function limitConnections(server: Server, limits: ConnectionLimits, logge
   return max;
 }
 
-export type ShedReason = 'idle_closed' | 'new_refused';
+export type ShedReason = 'idle_closed' | 'body_waiting_closed' | 'new_refused';
 
 export interface ConnectionCapEvents {
-  /** A connection was closed to stay within the cap: the oldest idle one for a new one, or the new one when none was idle. */
+  /** A connection was closed to stay within the cap: the oldest idle one (or one waiting on its client's body) for a new one, or the new one when none was. */
   onShed(reason: ShedReason): void;
   /** The cap was reached after a time below it: once per episode (the server warns). */
   onFull(): void;
@@ -64,7 +64,10 @@ export interface ConnectionCapEvents {
  * progress: a silent connection, or a keep-alive one between requests,
  * which HTTP clients retry on a fresh connection) and takes its place; when
  * every one has a request in progress, the new one is closed as it comes.
- * Requests in progress are never cut for a newcomer.
+ * A request whose client still owes the JSON body we are reading counts as
+ * idle (issue 50: 97 of them, a byte every 10 s each, held every connection
+ * of an instance, as a request in progress). Requests we are serving are
+ * never cut for a newcomer, nor uploads, nor bodies we hold back.
  *
  * Runs before Node's HTTP handling of a connection; one closed by a
  * listener that ran earlier (the per-address cap) is not counted.
@@ -77,7 +80,7 @@ export function capConnections(server: Server, max: number, events: ConnectionCa
   let shed: Record<ShedReason, number> | undefined;
   const record = (reason: ShedReason) => {
     if (!shed) {
-      shed = { idle_closed: 0, new_refused: 0 };
+      shed = { idle_closed: 0, body_waiting_closed: 0, new_refused: 0 };
       events.onFull();
     }
     shed[reason] += 1;
@@ -86,15 +89,15 @@ export function capConnections(server: Server, max: number, events: ConnectionCa
   server.prependListener('connection', (socket: Socket) => {
     if (socket.destroyed) return;
     if (open.size >= max) {
-      const idle = oldestIdle(open);
-      if (!idle) {
+      const found = oldestSheddable(open);
+      if (!found) {
         record('new_refused');
         socket.destroy();
         return;
       }
-      open.delete(idle);
-      idle.destroy();
-      record('idle_closed');
+      open.delete(found.socket);
+      found.socket.destroy();
+      record(found.reason);
     }
     open.add(socket);
     events.onCount?.(open.size);
@@ -109,8 +112,12 @@ export function capConnections(server: Server, max: number, events: ConnectionCa
   });
 }
 
-function oldestIdle(open: Set<Socket>): Socket | undefined {
-  for (const socket of open) if (!responding(socket)) return socket;
+/** The oldest connection that is idle or waiting on its client's body, with which it is. */
+function oldestSheddable(open: Set<Socket>): { socket: Socket; reason: 'idle_closed' | 'body_waiting_closed' } | undefined {
+  for (const socket of open) {
+    if (!responding(socket)) return { socket, reason: 'idle_closed' };
+    if (awaitingClientBody(socket)) return { socket, reason: 'body_waiting_closed' };
+  }
   return undefined;
 }
 

@@ -63,6 +63,7 @@ export const ERROR_CODES = {
   // 408: too slow.
   request_timeout: { status: 408, meaning: 'The request headers took longer than HEADERS_TIMEOUT.' },
   upload_too_slow: { status: 408, meaning: 'The upload body came slower than UPLOAD_MIN_RATE; the connection is closed.' },
+  body_timeout: { status: 408, meaning: 'A JSON request body did not arrive within BODY_TIMEOUT; the connection is closed.' },
   // 409..460: the state of a resumable upload, and what the protocol requires.
   upload_offset_mismatch: { status: 409, meaning: 'Upload-Offset is not the upload\'s offset (the answer carries the real one).' },
   upload_busy: { status: 409, meaning: 'Another request is writing to this upload; try again shortly.' },
@@ -81,6 +82,7 @@ export const ERROR_CODES = {
   // 429, 431: too much.
   rate_limited: { status: 429, meaning: 'The plan\'s requests per minute or per day are used up.' },
   too_many_uploads: { status: 429, meaning: 'The account already runs as many uploads as its plan allows at once.' },
+  too_many_requests_in_flight: { status: 429, meaning: 'The account already has as many requests in progress on this instance as ACCOUNT_REQUESTS_IN_FLIGHT (plus its uploads) allows.' },
   too_many_failures: { status: 429, meaning: 'This address sent too many bad API keys, unknown download links, wrong link passwords or wrong admin tokens; until the lockout ends, it is refused even with the right link password or admin token.' },
   link_password_locked: { status: 429, meaning: 'The download link (or file request) had too many wrong passwords from all addresses; its password is refused, right or wrong, until the lock ends.' },
   password_checks_busy: { status: 429, meaning: 'Too many link passwords are being checked on this instance at once; nothing was checked or counted.' },

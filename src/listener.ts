@@ -5,6 +5,7 @@ import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { statusOf, type ErrorCode } from './error-codes.js';
 import { bodyHeldBack } from './http/body-rate.js';
+import { clientOwesBody } from './http/json-body.js';
 import { markCutByServer } from './http/server-cut.js';
 
 export interface ListenerTimeouts {
@@ -65,6 +66,18 @@ function trackConnections(server: Server): void {
 const responseOn = (socket: Socket) => (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
 /** Whether a request is in progress on the connection (its response not yet finished). */
 export const responding = (socket: Socket) => Boolean(responseOn(socket));
+
+/**
+ * Whether the request in progress on the connection waits on its client for
+ * a JSON body we are reading, answered nothing yet (issue 50: such requests
+ * held every connection, a byte every 10 s). Closing it costs the client
+ * only a request it has not finished sending. Not an upload's body, nor one
+ * we hold back: then we are the slow side.
+ */
+export function awaitingClientBody(socket: Socket): boolean {
+  const res = responseOn(socket);
+  return Boolean(res && !res.headersSent && clientOwesBody(res.req));
+}
 
 /**
  * Whether the connection is silent because of us: a request is in progress,

@@ -37,7 +37,7 @@ export class Metrics {
 
   readonly rateLimitRefusals = new Counter({
     name: 'dropstream_rate_limit_refusals_total',
-    help: 'Requests refused with 429, by reason (minute, day, auth_failures, link_failures, admin_failures, password_failures, password_checks_busy)',
+    help: 'Requests refused with 429, by reason (minute, day, auth_failures, link_failures, admin_failures, password_failures, password_checks_busy, in_flight)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
@@ -119,7 +119,7 @@ export class Metrics {
 
   readonly connectionsShed = new Counter({
     name: 'dropstream_connections_shed_total',
-    help: 'Connections to the public listener closed to stay within MAX_CONNECTIONS, by reason (idle_closed: the oldest idle one made room for a new one; new_refused: none was idle, the new one was closed)',
+    help: 'Connections to the public listener closed to stay within MAX_CONNECTIONS, by reason (idle_closed: the oldest idle one made room for a new one; body_waiting_closed: the oldest was waiting on its client for a JSON body; new_refused: none was idle, the new one was closed)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -35,6 +35,7 @@ import { connectRedis, rateLimitsAtStart, redisReady } from './limits/redis.js';
 import type { NoticeCarrier } from './notices/carrier.js';
 import { openNotices } from './notices/open.js';
 import { RequestLimits } from './limits/request-limits.js';
+import { RequestsInFlight } from './limits/requests-in-flight.js';
 import { Metrics } from './metrics.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
 import { openStore } from './storage/open.js';
@@ -349,6 +350,8 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },
     downloadRate: { minRate: config.downloadMinRate, windowSeconds: config.downloadRateWindow },
     requestLimits: new RequestLimits({ redis, keyPrefix: config.redisKeyPrefix }),
+    requestsInFlight: new RequestsInFlight(config.accountRequestsInFlight),
+    bodyTimeoutMs: config.bodyTimeout * 1000,
     authFailures: failures('auth', config.authFailureLimit),
     tokenFailures: failures('link', config.linkFailureLimit),
     passwordFailures: new FailureLimits({ redis, keyPrefix: config.redisKeyPrefix, name: 'password', ...config.linkPasswordLimit }),
@@ -382,6 +385,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     metrics: tools.metrics,
     sweep: sweepAndRecount,
     clientIpv6Prefix: config.clientIpv6Prefix,
+    bodyTimeoutMs: config.bodyTimeout * 1000,
   });
   return { app, adminApp };
 }

@@ -3,8 +3,11 @@
 import type { Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { expect } from 'chai';
+import Koa from 'koa';
 import { loadConfig } from '../src/config.js';
 import { capConnections, type ShedReason } from '../src/connection-cap.js';
+import { AppError } from '../src/errors.js';
+import { jsonBody } from '../src/http/json-body.js';
 import { createListener, drain, listen } from '../src/listener.js';
 import { defaultMaxConnections, openFilesLimit } from '../src/open-files.js';
 import { eventually } from './helpers/raw-upload.js';
@@ -128,5 +131,62 @@ describe('connection cap', () => {
     for (const { socket } of all) socket.destroy();
     expect(await eventually(async () => episodes.length, (n) => n === 2)).to.equal(2);
     expect(episodes).to.deep.equal(['full', 'eased 1/0']);
+  });
+});
+
+describe('connection cap, connections waiting on their client\'s JSON body (issue 50)', () => {
+  let server: Server;
+  let url: URL;
+  const sockets: Socket[] = [];
+  const shed: ShedReason[] = [];
+  /** Requests that reached the JSON body's reader. */
+  let reading = 0;
+
+  beforeEach(async () => {
+    shed.length = 0;
+    reading = 0;
+    const app = new Koa();
+    // A shed connection's body reader fails with the 400 below; nothing to print.
+    app.silent = true;
+    app.use(async (ctx, next) => {
+      if (ctx.path !== '/json') return void (ctx.body = 'ok');
+      reading += 1;
+      await next();
+    });
+    // A deadline far away: what frees a place here is the cap, not BODY_TIMEOUT.
+    app.use(jsonBody({ limit: '16kb', invalid: () => new AppError('invalid_json', 'not JSON'), timeoutMs: 600_000 }));
+    app.use((ctx) => void (ctx.body = 'read'));
+    server = createListener(app.callback(), { headersSeconds: 30, idleSeconds: 30 });
+    capConnections(server, 3, { onShed: (reason) => shed.push(reason), onFull: () => {}, onEased: () => {} });
+    url = new URL(await listen(server, 0, '127.0.0.1'));
+  });
+  afterEach(async () => {
+    for (const socket of sockets.splice(0)) socket.destroy();
+    await drain(server, 1000);
+  });
+
+  /** A connection that sends a JSON POST announcing 100 bytes and sends 10 of them; `closed` tells whether the server closed it. */
+  const slowBody = () =>
+    new Promise<{ closed: () => boolean }>((resolve) => {
+      let closed = false;
+      const socket = connect(Number(url.port), url.hostname);
+      sockets.push(socket);
+      socket.on('error', () => {});
+      socket.once('close', () => (closed = true));
+      socket.once('connect', () => {
+        socket.write('POST /json HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":     ');
+        resolve({ closed: () => closed });
+      });
+    });
+
+  it('when every connection at the cap waits on its client for a JSON body, then a new one closes the oldest of them and is answered', async () => {
+    const first = await slowBody();
+    const others = [await slowBody(), await slowBody()];
+    expect(await eventually(async () => reading, (n) => n === 3), 'bodies being read').to.equal(3);
+    const res = await fetch(new URL('/ok', url));
+    expect(await res.text()).to.equal('ok');
+    expect(await eventually(async () => first.closed(), (c) => c), 'the oldest').to.equal(true);
+    expect(others.map((c) => c.closed())).to.deep.equal([false, false]);
+    expect(shed).to.deep.equal(['body_waiting_closed']);
   });
 });

@@ -13,6 +13,7 @@ import { apiGuard, type AuthState } from './auth.js';
 import { receivePlainUpload } from './plain-upload.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
+import type { RequestsInFlight } from '../limits/requests-in-flight.js';
 import type { Metrics } from '../metrics.js';
 import { parseUploadOptions, withRetention } from '../files/upload-options.js';
 import { presentFile, presentUpload } from './present.js';
@@ -38,6 +39,10 @@ export interface ApiDeps {
   requestLimits: RequestLimits;
   /** Failed authentications per client address. */
   authFailures: FailureLimits;
+  /** Requests in progress per account on this instance (ACCOUNT_REQUESTS_IN_FLIGHT). */
+  requestsInFlight: RequestsInFlight;
+  /** BODY_TIMEOUT in milliseconds: JSON bodies arrive within it, or 408. */
+  bodyTimeoutMs: number;
   metrics?: Metrics;
   /** Base of public download links, without a trailing slash. */
   publicUrl: string;
@@ -59,11 +64,18 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, metrics, publicUrl, resumable, webhooks, requests }: ApiDeps) {
+export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, requestsInFlight, bodyTimeoutMs, metrics, publicUrl, resumable, webhooks, requests }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
-  const guard = apiGuard({ accounts, requestLimits, authFailures, metrics });
+  const guard = apiGuard({
+    accounts,
+    requestLimits,
+    authFailures,
+    inFlight: requestsInFlight,
+    uploadsAllowed: (plan) => concurrencySlots.limitOf(plan.concurrentUploads),
+    metrics,
+  });
 
   router.post('/files/upload', guard, async (ctx) => {
     const { caller } = ctx.state;
@@ -80,11 +92,11 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
     throw new AppError('method_not_allowed', 'Method not allowed', { Allow: 'POST' });
   });
 
-  linkRoutes(router, guard, { links, publicUrl, parseFileId });
+  linkRoutes(router, guard, { links, publicUrl, parseFileId, bodyTimeoutMs });
 
-  if (webhooks) webhookRoutes(router, guard, { webhooks });
+  if (webhooks) webhookRoutes(router, guard, { webhooks, bodyTimeoutMs });
 
-  if (requests) requestRoutes(router, guard, { requests, publicUrl });
+  if (requests) requestRoutes(router, guard, { requests, publicUrl, bodyTimeoutMs });
 
   if (resumable) tusRoutes(router, guard, { resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl });
 

@@ -5,6 +5,7 @@ import { accountErrors } from '../accounts/errors.js';
 import { AppError } from '../errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
+import type { RequestsInFlight } from '../limits/requests-in-flight.js';
 import type { Metrics } from '../metrics.js';
 import { nextThen, setLimitHeaders, tooManyFailures } from './rate-limit.js';
 
@@ -19,6 +20,10 @@ export interface ApiGuardDeps {
   requestLimits: RequestLimits;
   /** Failed authentications per client address. */
   authFailures: FailureLimits;
+  /** Requests in progress per account on this instance (ACCOUNT_REQUESTS_IN_FLIGHT). */
+  inFlight: RequestsInFlight;
+  /** The uploads a plan allows at once (its concurrent_uploads, or the default): the in-flight cap makes room for them. */
+  uploadsAllowed: (plan: Caller['plan']) => number;
   metrics?: Metrics;
 }
 
@@ -33,8 +38,11 @@ export interface ApiGuardDeps {
  * not lock out the others there; keys are 192-bit random (accounts/keys.ts), so the limit is
  * about load and noise, not about making a guess likely). 401 and 403
  * responses do not count against the plan (a route's 403 gives its points back).
+ * A request then counts as in progress for its account until its route is
+ * done (issue 50: one key's slow bodies held every connection); one past the
+ * cap is 429 before it costs a point of the plan's limits.
  */
-export function apiGuard({ accounts, requestLimits, authFailures, metrics }: ApiGuardDeps): Middleware<AuthState> {
+export function apiGuard({ accounts, requestLimits, authFailures, inFlight, uploadsAllowed, metrics }: ApiGuardDeps): Middleware<AuthState> {
   const refused = (seconds: number) => tooManyFailures(authFailures, seconds, metrics);
   /** A 401 counts as a failure of the address, and may be the one that puts it over. */
   const unauthorized = async (address: string, error: AppError) => {
@@ -52,17 +60,28 @@ export function apiGuard({ accounts, requestLimits, authFailures, metrics }: Api
     if (!caller) throw await unauthorized(ctx.ip, accountErrors.invalidKey());
     if (!caller.plan.apiAccess) throw accountErrors.planWithoutApi(caller.plan.name);
 
-    const decision = await requestLimits.take(caller.accountId, caller.plan);
-    ctx.state.caller = caller;
-    const window = setLimitHeaders(ctx, decision);
-    if (!decision.allowed) {
-      metrics?.rateLimitRefusals.inc({ reason: window.name });
-      throw new AppError('rate_limited', `Rate limit of ${window.limit} requests per ${window.name} exceeded`, {
-        'Retry-After': String(window.resetSeconds),
-      });
+    let leave: () => void;
+    try {
+      leave = inFlight.enter(caller.accountId, uploadsAllowed(caller.plan));
+    } catch (err) {
+      metrics?.rateLimitRefusals.inc({ reason: 'in_flight' });
+      throw err;
     }
-    await nextThen(ctx, next, async (status) => {
-      if (status === 403) await requestLimits.refund(decision).catch(() => {});
-    });
+    try {
+      const decision = await requestLimits.take(caller.accountId, caller.plan);
+      ctx.state.caller = caller;
+      const window = setLimitHeaders(ctx, decision);
+      if (!decision.allowed) {
+        metrics?.rateLimitRefusals.inc({ reason: window.name });
+        throw new AppError('rate_limited', `Rate limit of ${window.limit} requests per ${window.name} exceeded`, {
+          'Retry-After': String(window.resetSeconds),
+        });
+      }
+      await nextThen(ctx, next, async (status) => {
+        if (status === 403) await requestLimits.refund(decision).catch(() => {});
+      });
+    } finally {
+      leave();
+    }
   };
 }

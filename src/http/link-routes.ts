@@ -1,6 +1,5 @@
 // The links of a file (issue 23): list, create, revoke. Under /api/v1, with
 // the same guard (key, plan, rate limits, counting) as every other route.
-import { bodyParser } from '@koa/bodyparser';
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { badRequest } from '../errors.js';
@@ -8,6 +7,7 @@ import { fileErrors } from '../files/errors.js';
 import { OPTION_NAMES, isOptionName, linkRulesOf, parseUploadOptions } from '../files/upload-options.js';
 import type { LinkService } from '../links/service.js';
 import type { AuthState } from './auth.js';
+import { jsonBody } from './json-body.js';
 import { presentLink } from './present.js';
 
 export interface LinkRouteDeps {
@@ -15,6 +15,8 @@ export interface LinkRouteDeps {
   publicUrl: string;
   /** Reads the file id of the path (400 invalid_file_id). */
   parseFileId: (raw: string) => number;
+  /** BODY_TIMEOUT in milliseconds. */
+  bodyTimeoutMs: number;
 }
 
 /** A new link's options: a JSON object of the three option fields at most (an empty body is none). */
@@ -25,15 +27,8 @@ function linkOptions(body: unknown) {
   return parseUploadOptions(body as Record<string, unknown>, 'json');
 }
 
-const jsonBody: Middleware = bodyParser({
-  enableTypes: ['json'],
-  jsonLimit: '16kb',
-  onError: () => {
-    throw badRequest('invalid_json', 'The body must be a JSON object');
-  },
-});
-
-export function linkRoutes(router: Router<AuthState>, guard: Middleware, { links: service, publicUrl, parseFileId }: LinkRouteDeps): void {
+export function linkRoutes(router: Router<AuthState>, guard: Middleware, { links: service, publicUrl, parseFileId, bodyTimeoutMs }: LinkRouteDeps): void {
+  const body = jsonBody({ limit: '16kb', invalid: () => badRequest('invalid_json', 'The body must be a JSON object'), timeoutMs: bodyTimeoutMs });
   router.get('/files/:id/links', guard, async (ctx) => {
     const links = await service.list(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
     if (!links) throw fileErrors.notFound();
@@ -41,7 +36,7 @@ export function linkRoutes(router: Router<AuthState>, guard: Middleware, { links
   });
 
   // The key is checked before the body is read, as on every route.
-  router.post('/files/:id/links', guard, jsonBody, async (ctx) => {
+  router.post('/files/:id/links', guard, body, async (ctx) => {
     const fileId = parseFileId(ctx.params.id!);
     // expires_in counts from now; the password is hashed before the link is written.
     const now = new Date();

@@ -3,6 +3,7 @@
 import {
   API_KEY,
   apiErrors,
+  bodyTimeout,
   codes,
   count,
   error,
@@ -59,6 +60,7 @@ export function linkPaths(): Record<string, PathItem> {
           '201': success('The new link.', object({ success: ok, link })),
           ...apiErrors,
           '400': error(`A bad body: ${codes('invalid_json', 'unknown_field', 'invalid_expires_in', 'invalid_max_downloads', 'invalid_password')}; or ${codes('invalid_file_id')}.`),
+          '408': bodyTimeout,
           '404': noFile,
         },
       },

@@ -2,7 +2,7 @@
 // the owner's four operations under /api/v1/requests, and the outsider's
 // routes under /r/{token} (no key: the link is the credential).
 import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
-import { API_KEY, apiErrors, codes, count, error, json, object, ok, optionalDate, type Operation, type PathItem, ref, type Response, type Schema, success, uploadTooMany, uploadTooSlow, escapeRegExp } from './openapi-shared.js';
+import { API_KEY, apiErrors, bodyTimeout, codes, count, error, json, object, ok, optionalDate, type Operation, type PathItem, ref, type Response, type Schema, success, uploadTooMany, uploadTooSlow, escapeRegExp } from './openapi-shared.js';
 import { MAX_REQUEST_FILES } from './request-routes.js';
 
 const OUTSIDE = [{ url: '/', description: 'Outside the versioned API' }];
@@ -54,7 +54,7 @@ export function requestPaths(): Record<string, PathItem> {
         summary: 'Make a file request: an upload link for people without an account',
         description: 'Files sent through its link land in this account as ordinary files (with `request_id`), counted against the plan like the owner\'s own uploads.',
         requestBody: { required: true, content: json(newRequestBody) },
-        responses: { '201': success('The new request.', object({ success: ok, request })), ...apiErrors, '400': error(`A bad body: ${codes('invalid_file_request')}.`) },
+        responses: { '201': success('The new request.', object({ success: ok, request })), ...apiErrors, '400': error(`A bad body: ${codes('invalid_file_request')}.`), '408': bodyTimeout },
       }),
     },
     '/requests/{request_id}': {

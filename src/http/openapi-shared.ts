@@ -88,6 +88,10 @@ export const uploadTooSlow = error(
   {},
   false,
 );
+/** A JSON body too slow (issue 50), on every operation that reads one. */
+export const bodyTimeout = error(
+  `${codes('body_timeout')}: the JSON body was not all received within \`BODY_TIMEOUT\` seconds (default 10) of the server starting to read it; the connection is then closed.`,
+);
 export const uploadTooMany = error(
   `${codes('too_many_uploads')}: the account already runs its plan's \`concurrent_uploads\` (or, for a plan that sets none, \`ACCOUNT_UPLOAD_CONCURRENCY\`) on all instances; with \`Retry-After\`. Also ${codes('rate_limited')} or ${codes('too_many_failures')} as on every request.`,
   { 'Retry-After': ref('headers', 'Retry-After') },

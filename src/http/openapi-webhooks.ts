@@ -3,7 +3,7 @@
 // and the events dropstream sends, as OpenAPI 3.1's top-level `webhooks`.
 import { EVENT_TYPES } from '../webhooks/events.js';
 import { DELIVERIES_SHOWN, MAX_WEBHOOKS_PER_ACCOUNT } from '../webhooks/endpoints.js';
-import { API_KEY, apiErrors, codes, count, error, json, object, ok, optionalDate, type PathItem, ref, type Schema, success } from './openapi-shared.js';
+import { API_KEY, apiErrors, bodyTimeout, codes, count, error, json, object, ok, optionalDate, type PathItem, ref, type Schema, success } from './openapi-shared.js';
 
 const DATE = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: '`YYYY-MM-DD HH:MM:SS`, UTC.' };
 const eventType: Schema = { type: 'string', enum: [...EVENT_TYPES] };
@@ -107,6 +107,7 @@ export function webhookPaths(): Record<string, PathItem> {
           '201': success('The new webhook, with its secret.', object({ success: ok, webhook: withSecret })),
           ...apiErrors,
           '400': error(`A bad body: ${codes('invalid_webhook')}.`),
+          '408': bodyTimeout,
           '403': error(`The account already has ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks: ${codes('webhook_limit')}; or ${codes('plan_without_api_access')}.`),
         },
       },

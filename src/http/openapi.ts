@@ -84,7 +84,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
       Unauthorized: error(`Missing or invalid API key: ${codes('missing_api_key', 'invalid_api_key')}.`, { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') }, false),
       Forbidden: error(`The account's plan does not include the API: ${codes('plan_without_api_access')}.`, {}, false),
       TooManyRequests: error(
-        `${codes('rate_limited')}: the plan's requests per minute or per day are used up (with the rate-limit headers of the refusing window). ${codes('too_many_failures')}: this address sent too many bad API keys in the last minute.`,
+        `${codes('rate_limited')}: the plan's requests per minute or per day are used up (with the rate-limit headers of the refusing window). ${codes('too_many_failures')}: this address sent too many bad API keys in the last minute. ${codes('too_many_requests_in_flight')}: the account already has \`ACCOUNT_REQUESTS_IN_FLIGHT\` requests (plus its plan's \`concurrent_uploads\`) in progress on this instance.`,
         { 'Retry-After': ref('headers', 'Retry-After') },
       ),
       InternalError: error(`An unexpected failure: ${codes('internal_error')}; details are in the server log only.`),

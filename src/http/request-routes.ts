@@ -1,7 +1,6 @@
 // The account's file requests (issue 45): create, list, get (with the files
 // received), close. Under /api/v1, behind the same guard as every route.
 // The outsider's side is request-link-routes.ts.
-import { bodyParser } from '@koa/bodyparser';
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { z } from 'zod';
@@ -9,6 +8,7 @@ import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js'
 import { requestErrors } from '../requests/errors.js';
 import type { FileRequest, FileRequests, NewFileRequest } from '../requests/service.js';
 import type { AuthState } from './auth.js';
+import { jsonBody } from './json-body.js';
 import { pagination, parseListQuery } from './list-query.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
 import { presentFile } from './present.js';
@@ -16,6 +16,8 @@ import { presentFile } from './present.js';
 export interface RequestRouteDeps {
   requests: FileRequests;
   publicUrl: string;
+  /** BODY_TIMEOUT in milliseconds. */
+  bodyTimeoutMs: number;
 }
 
 /** The most files one request may ask for. */
@@ -49,14 +51,6 @@ function parseNewRequest(body: unknown): NewFileRequest {
   return { title, maxFiles, maxFileSize, expiresIn, password };
 }
 
-const jsonBody: Middleware = bodyParser({
-  enableTypes: ['json'],
-  jsonLimit: '16kb',
-  onError: () => {
-    throw requestErrors.invalid('the body must be a JSON object');
-  },
-});
-
 /** The upload link of a request: PUBLIC_URL/r/<token>. */
 export const uploadLink = (publicUrl: string, token: string) => `${publicUrl}/r/${token}`;
 
@@ -73,8 +67,9 @@ export const presentRequest = (request: FileRequest, publicUrl: string) => ({
 });
 
 /** Adds the /requests routes to the API router, each behind `guard`. */
-export function requestRoutes(router: Router<AuthState>, guard: Middleware<AuthState>, { requests, publicUrl }: RequestRouteDeps): void {
-  router.post('/requests', guard, jsonBody, async (ctx) => {
+export function requestRoutes(router: Router<AuthState>, guard: Middleware<AuthState>, { requests, publicUrl, bodyTimeoutMs }: RequestRouteDeps): void {
+  const body = jsonBody({ limit: '16kb', invalid: () => requestErrors.invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
+  router.post('/requests', guard, body, async (ctx) => {
     const request = await requests.create(ctx.state.caller.accountId, parseNewRequest(ctx.request.body));
     ctx.status = 201;
     ctx.body = { success: true, request: presentRequest(request, publicUrl) };

@@ -1,6 +1,5 @@
 // The account's webhooks (issue 44): create, list, delete, rotate the secret,
 // recent deliveries. Under /api/v1, behind the same guard as every route.
-import { bodyParser } from '@koa/bodyparser';
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { z } from 'zod';
@@ -8,10 +7,13 @@ import type { Delivery, WebhookEndpoint, WebhookEndpoints } from '../webhooks/en
 import { webhookErrors } from '../webhooks/errors.js';
 import { EVENT_TYPES } from '../webhooks/events.js';
 import type { AuthState } from './auth.js';
+import { jsonBody } from './json-body.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
 
 export interface WebhookRouteDeps {
   webhooks: WebhookEndpoints;
+  /** BODY_TIMEOUT in milliseconds. */
+  bodyTimeoutMs: number;
 }
 
 const newWebhook = z.strictObject({
@@ -32,14 +34,6 @@ function parseNewWebhook(body: unknown) {
   }
   return { url: result.data.url, events: [...new Set(result.data.events ?? EVENT_TYPES)] };
 }
-
-const jsonBody: Middleware = bodyParser({
-  enableTypes: ['json'],
-  jsonLimit: '16kb',
-  onError: () => {
-    throw webhookErrors.invalid('the body must be a JSON object');
-  },
-});
 
 const presentWebhook = (endpoint: WebhookEndpoint) => ({
   webhook_id: endpoint.id,
@@ -62,8 +56,9 @@ const presentDelivery = (delivery: Delivery) => ({
   created_at: formatDate(delivery.createdAt),
 });
 
-export function webhookRoutes(router: Router<AuthState>, guard: Middleware, { webhooks }: WebhookRouteDeps): void {
-  router.post('/webhooks', guard, jsonBody, async (ctx) => {
+export function webhookRoutes(router: Router<AuthState>, guard: Middleware, { webhooks, bodyTimeoutMs }: WebhookRouteDeps): void {
+  const body = jsonBody({ limit: '16kb', invalid: () => webhookErrors.invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
+  router.post('/webhooks', guard, body, async (ctx) => {
     const { url, events } = parseNewWebhook(ctx.request.body ?? {});
     const { secret, ...endpoint } = await webhooks.create(ctx.state.caller.accountId, url, events);
     ctx.status = 201;
