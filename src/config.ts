@@ -121,7 +121,7 @@ const schema = z
     CLIENT_IPV6_PREFIX: integer(1, 128).default(64),
     IDLE_TIMEOUT: integer(1, 3600).default(60),
     BODY_TIMEOUT: integer(1, 3600).default(10),
-    ACCOUNT_REQUESTS_IN_FLIGHT: integer(1, 1_000_000).default(32),
+    ACCOUNT_REQUESTS_IN_FLIGHT: integer(1, 1_000_000).default(64),
     GC_GRACE: integer(0, 30 * 86_400).default(3600),
     GC_INTERVAL: integer(0, 86_400).default(600),
     RESUMABLE_EXPIRY: integer(1, 30 * 86_400).default(86_400),
