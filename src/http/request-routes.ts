@@ -5,6 +5,7 @@ import { bodyParser } from '@koa/bodyparser';
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { z } from 'zod';
+import { normalName, unshowable } from '../files/filename.js';
 import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
 import { requestErrors } from '../requests/errors.js';
 import type { FileRequest, FileRequests, NewFileRequest } from '../requests/service.js';
@@ -21,8 +22,25 @@ export interface RequestRouteDeps {
 /** The most files one request may ask for. */
 export const MAX_REQUEST_FILES = 10_000;
 
+/** The most characters (code points) of a title. */
+export const MAX_TITLE_LENGTH = 200;
+
+/**
+ * A title is shown to outsiders on the upload page and to the owner in every
+ * listing, as a filename is: the filename rules apply (src/files/filename.ts:
+ * no control, bidirectional or invisible characters, not blank), so NUL (a
+ * 500 from PostgreSQL before), U+202E and CR/LF are refused with 400.
+ */
+const title = z
+  .string()
+  .transform(normalName)
+  .superRefine((text, ctx) => {
+    const problem = unshowable(text, 'the title') ?? ([...text].length > MAX_TITLE_LENGTH ? `longer than ${MAX_TITLE_LENGTH} characters` : undefined);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
 const newRequest = z.strictObject({
-  title: z.string().min(1).max(200).optional(),
+  title: title.optional(),
   max_files: z.number().int().min(1).max(MAX_REQUEST_FILES).optional(),
   max_file_size: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   expires_in: z.number().int().min(1).max(MAX_OPTION_INT).optional(),
@@ -36,8 +54,9 @@ function parseNewRequest(body: unknown): NewFileRequest {
     const issue = result.error.issues[0]!;
     if (issue.code === 'unrecognized_keys') throw requestErrors.invalid(`unknown field "${issue.keys[0]!.slice(0, 64)}"`);
     const field = String(issue.path[0] ?? '');
+    if (field === 'title' && issue.code === 'custom') throw requestErrors.invalid(`title: ${issue.message}`);
     const wanted: Record<string, string> = {
-      title: 'a string of 1 to 200 characters',
+      title: `a string of 1 to ${MAX_TITLE_LENGTH} characters`,
       max_files: `an integer from 1 to ${MAX_REQUEST_FILES}`,
       max_file_size: 'a positive integer (bytes)',
       expires_in: `an integer from 1 to ${MAX_OPTION_INT} (seconds)`,
