@@ -41,9 +41,10 @@ const title = z
 
 const newRequest = z.strictObject({
   title: title.optional(),
-  max_files: z.number().int().min(1).max(MAX_REQUEST_FILES).optional(),
+  // null: explicitly no limit; absent: the default (service.ts, REQUEST_DEFAULTS).
+  max_files: z.number().int().min(1).max(MAX_REQUEST_FILES).nullable().optional(),
   max_file_size: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
-  expires_in: z.number().int().min(1).max(MAX_OPTION_INT).optional(),
+  expires_in: z.number().int().min(1).max(MAX_OPTION_INT).nullable().optional(),
   password: z.string().min(1).refine((p) => [...p].length <= MAX_PASSWORD_LENGTH).optional(),
 });
 
@@ -57,9 +58,9 @@ function parseNewRequest(body: unknown): NewFileRequest {
     if (field === 'title' && issue.code === 'custom') throw requestErrors.invalid(`title: ${issue.message}`);
     const wanted: Record<string, string> = {
       title: `a string of 1 to ${MAX_TITLE_LENGTH} characters`,
-      max_files: `an integer from 1 to ${MAX_REQUEST_FILES}`,
+      max_files: `an integer from 1 to ${MAX_REQUEST_FILES}, or null for no limit`,
       max_file_size: 'a positive integer (bytes)',
-      expires_in: `an integer from 1 to ${MAX_OPTION_INT} (seconds)`,
+      expires_in: `an integer from 1 to ${MAX_OPTION_INT} (seconds), or null for never`,
       password: `a string of 1 to ${MAX_PASSWORD_LENGTH} characters`,
     };
     throw requestErrors.invalid(`${field} must be ${wanted[field] ?? 'valid'}`);
@@ -87,6 +88,8 @@ export const presentRequest = (request: FileRequest, publicUrl: string) => ({
   max_file_size: request.maxFileSize,
   expires_at: formatOptionalDate(request.expiresAt),
   files_received: request.filesReceived,
+  uploads_in_progress: request.uploadsInProgress,
+  bytes_held: request.bytesHeld,
   has_password: request.hasPassword,
   created_at: formatDate(request.createdAt),
 });
@@ -111,7 +114,7 @@ export function requestRoutes(router: Router<AuthState>, guard: Middleware<AuthS
   });
 
   router.delete('/requests/:id', guard, async (ctx) => {
-    await requests.close(ctx.state.caller.accountId, ctx.params.id!);
-    ctx.body = { success: true, message: 'File request closed; the files it received stay' };
+    const ended = await requests.close(ctx.state.caller.accountId, ctx.params.id!);
+    ctx.body = { success: true, message: `File request closed; the files it received stay${ended ? `, and its ${ended} upload${ended === 1 ? '' : 's'} in progress ended` : ''}` };
   });
 }
