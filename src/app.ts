@@ -32,6 +32,7 @@ import { jsonBody } from './http/json-body.js';
 import type { Metrics } from './metrics.js';
 import type { WebhookEndpoints } from './webhooks/endpoints.js';
 import type { FileRequests } from './requests/service.js';
+import type { LiveRequestUploads } from './requests/live-uploads.js';
 import type { RequestLinkLimits } from './limits/request-link-limits.js';
 import { requestLinkRoutes } from './http/request-link-routes.js';
 
@@ -46,7 +47,7 @@ export interface AppDeps {
   /** The account's webhooks under /api/v1/webhooks. */
   webhooks?: WebhookEndpoints;
   /** File requests: the owner's routes under /api/v1/requests, the outsider's under /r/{token}, with their per-address limits. */
-  requests?: { service: FileRequests; limits: RequestLinkLimits };
+  requests?: { service: FileRequests; limits: RequestLinkLimits; live: LiveRequestUploads; uploadExpirySeconds: number };
   uploadGate: UploadGate;
   /** Uploads per account at once (the plan's concurrent_uploads). */
   concurrencySlots: ConcurrencySlots;
@@ -109,7 +110,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
   if (deps.requests) {
-    const requestLinks = requestLinkRoutes({ requests: deps.requests.service, limits: deps.requests.limits, uploads: deps.uploads, resumable: deps.resumable, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl });
+    const requestLinks = requestLinkRoutes({ requests: deps.requests.service, limits: deps.requests.limits, live: deps.requests.live, uploadExpirySeconds: deps.requests.uploadExpirySeconds, uploads: deps.uploads, resumable: deps.resumable, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl });
     app.use(requestLinks.routes()).use(requestLinks.allowedMethods());
   }
   app.use(healthRoutes(deps.readiness).routes());

@@ -130,6 +130,7 @@ const schema = z
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
     REQUEST_LINK_REQUESTS_PER_MINUTE: integer(1, 1_000_000).default(120),
     REQUEST_LINK_UPLOADS_PER_HOUR: integer(1, 1_000_000).default(60),
+    REQUEST_UPLOAD_EXPIRY: integer(1, 30 * 86_400).default(3600),
     LINK_PASSWORD_FAILURE_LIMIT: integer(1, 1_000_000).default(100),
     LINK_PASSWORD_LOCK: integer(1, 30 * 86_400).default(3600),
     WEBHOOK_MAX_BACKOFF: integer(1, 86_400).default(300),
@@ -283,6 +284,8 @@ const schema = z
     linkFailureLimit: env.LINK_FAILURE_LIMIT,
     /** File request links (/r/...), per client address: requests a minute, uploads started an hour (src/limits/request-link-limits.ts). */
     requestLinkLimits: { requestsPerMinute: env.REQUEST_LINK_REQUESTS_PER_MINUTE, uploadsPerHour: env.REQUEST_LINK_UPLOADS_PER_HOUR },
+    /** Seconds an upload through a file request may hold its place, daily slot and bytes: from its start (tus: its creation) to its file, not renewed by writes. */
+    requestUploadExpiry: env.REQUEST_UPLOAD_EXPIRY,
     /**
      * Wrong passwords one link may take from all addresses within the lock's
      * length (counted from the first); the one past it locks the link's

@@ -75,6 +75,7 @@ export const ERROR_CODES = {
   link_exhausted: { status: 410, meaning: 'The download link\'s downloads (its byte budget, max_downloads times the size) are used up.' },
   request_expired: { status: 410, meaning: 'The file request\'s expires_in has passed: its upload link takes no more files.' },
   request_full: { status: 410, meaning: 'The file request has its max_files (files received and uploads in progress through it).' },
+  upload_expired: { status: 410, meaning: 'An upload through a file request did not finish within REQUEST_UPLOAD_EXPIRY (or before the request expired) and was cut; nothing of it was kept.' },
   tus_version_unsupported: { status: 412, meaning: 'Tus-Resumable is missing or not 1.0.0.' },
   unsupported_media_type: { status: 415, meaning: 'A PATCH body that is not application/offset+octet-stream.' },
   range_not_satisfiable: { status: 416, meaning: 'The requested range is outside the file.' },

@@ -45,6 +45,7 @@ import type { StoreCallObserver } from './storage/store-deadlines.js';
 import { WebhookEndpoints } from './webhooks/endpoints.js';
 import { Relay, type RelayOptions } from './webhooks/relay.js';
 import { FileRequests } from './requests/service.js';
+import { LiveRequestUploads } from './requests/live-uploads.js';
 import { RequestLinkLimits } from './limits/request-link-limits.js';
 
 /** A server built and not listening: Fastify's `build()` and `ready()` in one. */
@@ -211,6 +212,9 @@ interface Services {
   resumable: ResumableUploads;
   concurrencySlots: ConcurrencySlots;
   webhooks: WebhookEndpoints;
+  /** File requests, and their uploads in flight (cut when a request is closed, on any instance). */
+  requests: FileRequests;
+  requestUploads: LiveRequestUploads;
   adminToken: string;
   sweep: (graceSeconds?: number) => Promise<Awaited<ReturnType<Sweeper['sweep']>>>;
 }
@@ -248,6 +252,8 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   // after the locker exists.
   const records = new ResumableRecords(db.prisma, ledger);
   const publishRelease = notices.channel('upload-release', (id) => locker.requestRelease(id));
+  const requestUploads = liveRequestUploads(logger, db, notices, closers);
+  const requests = new FileRequests(db.prisma, requestUploads);
   const locker = new UploadLocker(records, {
     leaseMs: TUS_LOCK_MS,
     takeoverMs: config.resumableTakeoverTimeout * 1000,
@@ -293,7 +299,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   });
   relay.start();
   closers.add('webhook relay', () => relay.close());
-  return { accounts, plans, files, uploads, ledger, links, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), adminToken, sweep };
+  return { accounts, plans, files, uploads, ledger, links, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), requests, requestUploads, adminToken, sweep };
 }
 
 /**
@@ -332,6 +338,28 @@ function liveDownloads(logger: Logger, db: Database, notices: NoticeCarrier, clo
   return live;
 }
 
+/**
+ * Uploads in flight through file requests, cut when their request is
+ * closed: the notice goes to the other instances on the carrier's
+ * request-closed channel.
+ */
+function liveRequestUploads(logger: Logger, db: Database, notices: NoticeCarrier, closers: Closers): LiveRequestUploads {
+  const live: LiveRequestUploads = new LiveRequestUploads({
+    prisma: db.prisma,
+    publish: notices.channel('request-closed', (message) => live.receive(message)),
+    onError: (err) => logger.warn({ err: (err as Error).message }, 'ending the uploads of a closed file request: a notice or check failed (the next check retries)'),
+  });
+  closers.add('live request uploads', () => live.close());
+  return live;
+}
+
+/**
+ * How often what lapsed uploads through file requests hold is given back:
+ * a tenth of REQUEST_UPLOAD_EXPIRY, from a second to a minute, so a slot or
+ * a byte is held at most that much past the expiry.
+ */
+export const lapseIntervalSeconds = (requestUploadExpiry: number) => Math.min(60, Math.max(1, Math.ceil(requestUploadExpiry / 10)));
+
 /** The public and the admin app; `state.draining` turns readiness off during a shutdown. */
 function buildApps(config: Config, logger: Logger, infra: Infrastructure, services: Services, tools: Instruments, state: { draining: boolean }) {
   const { db, store, redis } = infra;
@@ -344,7 +372,12 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     resumable: services.resumable,
     webhooks: services.webhooks,
     // File requests (issue 45): their service and the per-address limits of their links.
-    requests: { service: new FileRequests(db.prisma), limits: new RequestLinkLimits({ redis, keyPrefix: config.redisKeyPrefix, ...config.requestLinkLimits }) },
+    requests: {
+      service: services.requests,
+      limits: new RequestLinkLimits({ redis, keyPrefix: config.redisKeyPrefix, ...config.requestLinkLimits }),
+      live: services.requestUploads,
+      uploadExpirySeconds: config.requestUploadExpiry,
+    },
     uploadGate: tools.uploadGate,
     concurrencySlots: services.concurrencySlots,
     bodyRate: { minRate: config.uploadMinRate, windowSeconds: config.uploadRateWindow },
@@ -417,6 +450,12 @@ export async function buildServer(config: Config, logger: Logger, options: Serve
       }, config.gcInterval * 1000).unref();
       closers.add('sweep timer', () => clearInterval(sweepTimer));
     }
+    // Uploads through file requests hold what they took until REQUEST_UPLOAD_EXPIRY, not until the next sweep
+    // (one statement; the sweep removes their bytes later). Not tied to GC_INTERVAL: it enforces an expiry, it does not collect.
+    const lapseTimer = setInterval(() => {
+      if (!state.draining) services.requests.lapseUploads().catch((err: unknown) => logger.warn({ err }, 'giving back what lapsed file request uploads held failed'));
+    }, lapseIntervalSeconds(config.requestUploadExpiry) * 1000).unref();
+    closers.add('request upload lapse timer', () => clearInterval(lapseTimer));
     const summary = { database: infra.db.kind, store: config.store, publicUrl: config.publicUrl, rateLimits: await rateLimitsAtStart(config.redisUrl, infra.redis) };
     let closing: Promise<void> | undefined;
     return {

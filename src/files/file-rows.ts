@@ -8,7 +8,8 @@
 import { randomInt } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import { newLinkToken, primaryLinkSql, type LinkRules } from '../links/links.js';
-import { claimForFileSql, queueRemovalsSql, storedFromReservationSql } from '../ledger/statements.js';
+import { claimForFileSql, queueRemovalsSql, requestOfRecordSql, storedFromReservationSql } from '../ledger/statements.js';
+import { uploadEnded } from './errors.js';
 import { after } from './upload-options.js';
 import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';
 import { fileEventSql } from '../webhooks/events.js';
@@ -45,7 +46,10 @@ export class UploadSweptError extends Error {
  * nothing is written and UploadSweptError is thrown; the caller then
  * removes the object as for any failed upload. A file request's upload
  * (src/requests/places.ts) carries its request_id on the pending record,
- * and the file row takes it from there.
+ * and the file row takes it from there; the same statement refuses it if
+ * that request is closed or expired by then (UploadEnded, 404
+ * request_not_found or 410 request_expired), checked under the request's
+ * row lock (src/ledger/statements.ts), and nothing is written.
  */
 export async function commitFile(prisma: PrismaClient, file: StoredFile, newId: () => number = newFileId): Promise<FileRecord> {
   for (let attempt = 1; ; attempt++) {
@@ -101,8 +105,16 @@ async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): P
     ), evented AS (${fileEventSql('file.uploaded', 'inserted', now)})
     SELECT id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at, request_id FROM inserted`;
   const row = rows[0];
-  if (!row) throw new UploadSweptError(file.storageKey);
+  if (!row) throw await whyNotCommitted(prisma, file.storageKey, now);
   return fromFileColumns(row);
+}
+
+/** Why the commit of `storageKey` wrote nothing: its file request ended, else the sweep took its record. Read after the fact: a request closed or expired stays so. */
+async function whyNotCommitted(prisma: PrismaClient, storageKey: string, now: Date): Promise<Error> {
+  const [request] = await prisma.$queryRaw<{ closed_at: Date | null; expires_at: Date | null }[]>(requestOfRecordSql(storageKey));
+  if (request?.closed_at) return uploadEnded.requestClosed();
+  if (request?.expires_at && request.expires_at <= now) return uploadEnded.requestExpired();
+  return new UploadSweptError(storageKey);
 }
 
 /**

@@ -26,6 +26,23 @@ const BLANK = /^[\s\p{M}]*$/u;
 const LEADING_MARK = /^\p{M}/u;
 
 /**
+ * Why `text` (already in NFC) cannot be shown safely as a name, or
+ * undefined when it can: the filename rules without the path and length
+ * rules, for every name a person gives that others will see (a file's, a
+ * file request's title). `what` names it in the reasons.
+ */
+export function unshowable(text: string, what = 'the name'): string | undefined {
+  if (CONTROL.test(text)) return 'control or invisible characters are not allowed';
+  if (BLANK_LOOKING.test(text)) return 'blank-looking characters are not allowed';
+  if (BLANK.test(text)) return `${what} is empty`;
+  if (LEADING_MARK.test(text)) return `${what} starts with a combining mark, which has no character to combine with`;
+  return undefined;
+}
+
+/** `raw` in Unicode NFC, without a leading byte-order mark (see cleanFilename). */
+export const normalName = (raw: string) => raw.normalize('NFC').replace(/^\uFEFF+/, '');
+
+/**
  * The name a file is listed and downloaded under: the last path segment of
  * what the client sent, in Unicode NFC, without a leading byte-order mark.
  * Throws 400 for names that cannot be shown or sent back safely. The name is
@@ -35,11 +52,9 @@ export function cleanFilename(raw: string): string {
   // A leading U+FEFF is an encoding artefact, not part of a name, and PGlite
   // drops it when reading text back: kept, the same upload would be named
   // differently on the two database backends.
-  const name = (raw.split(/[/\\]/).pop() ?? '').normalize('NFC').replace(/^\uFEFF+/, '');
-  if (CONTROL.test(name)) throw fileErrors.invalidFilename('control or invisible characters are not allowed');
-  if (BLANK_LOOKING.test(name)) throw fileErrors.invalidFilename('blank-looking characters are not allowed');
-  if (BLANK.test(name) || name === '.' || name === '..') throw fileErrors.invalidFilename('the name is empty');
-  if (LEADING_MARK.test(name)) throw fileErrors.invalidFilename('the name starts with a combining mark, which has no character to combine with');
+  const name = normalName(raw.split(/[/\\]/).pop() ?? '');
+  const problem = unshowable(name) ?? (name === '.' || name === '..' ? 'the name is empty' : undefined);
+  if (problem) throw fileErrors.invalidFilename(problem);
   if (Buffer.byteLength(name, 'utf8') > MAX_BYTES) throw fileErrors.invalidFilename(`longer than ${MAX_BYTES} bytes`);
   return name;
 }

@@ -70,9 +70,14 @@ export class FileService {
     }
   }
 
-  /** The account's counters: one row by key (findUnique, so concurrent requests share a query). */
-  async stats(accountId: number): Promise<{ totalFiles: number; totalSize: number }> {
-    const row = await this.options.prisma.account.findUnique({ where: { id: accountId }, select: { fileCount: true, totalBytes: true } });
-    return { totalFiles: row?.fileCount ?? 0, totalSize: Number(row?.totalBytes ?? 0n) };
+  /**
+   * The account's counters: one row by key (findUnique, so concurrent
+   * requests share a query). `reservedSize`: bytes uploads in progress hold
+   * against the plan's storage quota (the upload ledger's reservations; 0
+   * on a plan without one), which count toward it as stored bytes do.
+   */
+  async stats(accountId: number): Promise<{ totalFiles: number; totalSize: number; reservedSize: number }> {
+    const row = await this.options.prisma.account.findUnique({ where: { id: accountId }, select: { fileCount: true, totalBytes: true, reservedBytes: true } });
+    return { totalFiles: row?.fileCount ?? 0, totalSize: Number(row?.totalBytes ?? 0n), reservedSize: Number(row?.reservedBytes ?? 0n) };
   }
 }

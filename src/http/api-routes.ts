@@ -125,7 +125,8 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
     const stats = await files.stats(accountId);
     ctx.body = {
       success: true,
-      stats: { total_files: stats.totalFiles, total_size: stats.totalSize },
+      // reserved_size beside the spec's two: what uploads in progress hold against max_total_size (docs/decisions.md).
+      stats: { total_files: stats.totalFiles, total_size: stats.totalSize, reserved_size: stats.reservedSize },
       limits: {
         max_file_size: plan.maxFileSize,
         daily_uploads: plan.dailyUploads,

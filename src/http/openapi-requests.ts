@@ -2,8 +2,9 @@
 // the owner's four operations under /api/v1/requests, and the outsider's
 // routes under /r/{token} (no key: the link is the credential).
 import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
-import { API_KEY, apiErrors, bodyTimeout, codes, count, error, json, object, ok, optionalDate, type Operation, type PathItem, ref, type Response, type Schema, success, uploadTooMany, uploadTooSlow, escapeRegExp } from './openapi-shared.js';
-import { MAX_REQUEST_FILES } from './request-routes.js';
+import { API_KEY, apiErrors, bodyTimeout, bytes, codes, count, error, json, object, ok, optionalDate, type Operation, type PathItem, ref, type Response, type Schema, success, uploadTooMany, uploadTooSlow, escapeRegExp } from './openapi-shared.js';
+import { REQUEST_DEFAULTS } from '../requests/service.js';
+import { MAX_REQUEST_FILES, MAX_TITLE_LENGTH } from './request-routes.js';
 
 const OUTSIDE = [{ url: '/', description: 'Outside the versioned API' }];
 const DATE = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: '`YYYY-MM-DD HH:MM:SS`, UTC.' };
@@ -12,12 +13,14 @@ export function requestSchemas(publicUrl: string): Record<string, Schema> {
   return {
     FileRequest: object({
       request_id: { type: 'string', pattern: '^req_[A-Za-z0-9_-]{16}$', description: 'Identifier of the request; used in paths.' },
-      title: { type: ['string', 'null'], description: 'Shown on the upload page.' },
+      title: { type: ['string', 'null'], description: 'Shown on the upload page (the filename rules apply: no control, bidirectional or invisible characters).' },
       upload_link: { type: 'string', format: 'uri', pattern: `^${escapeRegExp(publicUrl)}/r/[A-Za-z0-9_-]{22}$`, description: 'Where outsiders upload (the page, `/files`, `/uploads`); the token is as unguessable as a download link\'s.' },
-      max_files: { type: ['integer', 'null'], minimum: 1, description: 'Files it accepts in all (files received and uploads in progress); null: no limit.' },
+      max_files: { type: ['integer', 'null'], minimum: 1, description: `Files it accepts in all (files received and uploads in progress); null: no limit (only when asked for: a request made without \`max_files\` takes ${REQUEST_DEFAULTS.maxFiles}).` },
       max_file_size: { type: ['integer', 'null'], minimum: 1, description: 'Bytes per file; the smaller of this and the plan\'s `max_file_size` applies. Null: the plan\'s.' },
-      expires_at: optionalDate('When the link stops taking files (410 `request_expired`); null: never.'),
+      expires_at: optionalDate(`When the link stops taking files (410 \`request_expired\`) and uploads in progress through it are cut; null: never (only when asked for: a request made without \`expires_in\` expires ${REQUEST_DEFAULTS.expiresIn / 86_400} days after its creation).`),
       files_received: count('Files received through it and still in the account.'),
+      uploads_in_progress: count('Uploads through it in progress: each holds a place of `max_files`, one of the owner\'s daily uploads and its bytes, until it becomes a file or ends (`REQUEST_UPLOAD_EXPIRY` after it began at the latest; closing the request ends them all).'),
+      bytes_held: bytes('What they hold: reserved against the owner\'s `max_total_size`, or stored so far by an unfinished tus upload, whichever is more'),
       has_password: { type: 'boolean', description: 'Whether outsiders must send its password (HTTP Basic, any user name).' },
       created_at: DATE,
     }, 'A file request of the account.'),
@@ -28,10 +31,10 @@ const newRequestBody: Schema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    title: { type: 'string', minLength: 1, maxLength: 200 },
-    max_files: { type: 'integer', minimum: 1, maximum: MAX_REQUEST_FILES },
+    title: { type: 'string', minLength: 1, maxLength: MAX_TITLE_LENGTH, description: `1 to ${MAX_TITLE_LENGTH} characters, under the filename rules: no control characters (NUL, CR, LF...), bidirectional controls (U+202E...) or invisible ones, not blank; otherwise 400 \`invalid_file_request\`.` },
+    max_files: { type: ['integer', 'null'], minimum: 1, maximum: MAX_REQUEST_FILES, description: `Absent: ${REQUEST_DEFAULTS.maxFiles}. null: no limit.` },
     max_file_size: { type: 'integer', minimum: 1 },
-    expires_in: { type: 'integer', minimum: 1, maximum: MAX_OPTION_INT, description: 'Seconds from now.' },
+    expires_in: { type: ['integer', 'null'], minimum: 1, maximum: MAX_OPTION_INT, description: `Seconds from now. Absent: ${REQUEST_DEFAULTS.expiresIn} (7 days). null: never.` },
     password: { type: 'string', minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
   },
 };
@@ -67,6 +70,7 @@ export function requestPaths(): Record<string, PathItem> {
       delete: own({
         operationId: 'closeRequest',
         summary: 'Close a file request (its link answers 404; received files stay)',
+        description: 'Its uploads in progress end with it: what they held (places, daily uploads, reserved bytes) comes back in the statement that closes it, and those still sending, on any instance, are cut with 404 `request_not_found`; nothing of them is kept.',
         responses: { '200': success('Closed.', object({ success: ok, message: { type: 'string' } })), ...apiErrors, '404': notFound },
       }),
     },
@@ -79,14 +83,14 @@ function linkPaths(): Record<string, PathItem> {
   const tokenParameter = { name: 'token', in: 'path' as const, required: true, description: 'The token of the request\'s `upload_link`.', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{22}$' } };
   const guard: Record<string, Response> = {
     '401': error(`The request has a password: none was sent (${codes('password_required')}) or it is wrong (${codes('wrong_password')}, counted toward the address's failures); with \`WWW-Authenticate: Basic\`.`, { 'WWW-Authenticate': ref('headers', 'BasicChallenge') }, false),
-    '404': error(`Unknown or closed request: ${codes('request_not_found')}.`, {}, false),
-    '410': error(`${codes('request_expired')}, or (uploads) ${codes('request_full')}: its \`max_files\` are taken by files received and uploads in progress.`, {}, false),
+    '404': error(`Unknown or closed request: ${codes('request_not_found')}; also an upload in progress when the owner closed the request (cut, nothing kept).`, {}, false),
+    '410': error(`${codes('request_expired')}, or (uploads) ${codes('request_full')}: its \`max_files\` are taken by files received and uploads in progress; or (uploads) ${codes('upload_expired')}: the upload was still in progress \`REQUEST_UPLOAD_EXPIRY\` after it began (a tus upload: its creation), and nothing of it was kept. An upload in progress when the request expires is cut with ${codes('request_expired')}.`, {}, false),
     '429': error(`Per client address: ${codes('request_link_limited')} (\`REQUEST_LINK_REQUESTS_PER_MINUTE\`, \`REQUEST_LINK_UPLOADS_PER_HOUR\`), ${codes('too_many_failures')} (unknown tokens, wrong passwords); the owner's ${codes('too_many_uploads')}.`, { 'Retry-After': ref('headers', 'Retry-After') }, false),
     '500': error(`${codes('internal_error')}.`, {}, false),
   };
   const link = (op: Omit<Operation, 'tags' | 'security'>): Operation => ({ ...op, tags: ['requests'], security: [], responses: { ...guard, ...op.responses } });
   const owners = error(`The owner's limits, as the owner would get them: ${codes('file_too_large')} (the smaller of the plan's and the request's \`max_file_size\`), ${codes('daily_upload_limit')}, ${codes('storage_quota_exceeded')}.`, {}, false);
-  const tusNote = 'tus 1.0.0 with the same extensions, limits and takeover rules as `/api/v1/uploads`; the upload is the owner\'s. An upload takes a place of `max_files` when it is created and gives it back when it is terminated or expires. Answers never carry the file\'s id or link; there is no listing and no JSON view.';
+  const tusNote = 'tus 1.0.0 with the same extensions, limits and takeover rules as `/api/v1/uploads`; the upload is the owner\'s. An upload takes a place of `max_files` when it is created and gives it back when it is terminated or expires. It expires `REQUEST_UPLOAD_EXPIRY` after its creation at the latest (and never after its request), however often it is written (`Upload-Expires`); a PATCH still sending then is cut with 410 `upload_expired` and the upload removed. Answers never carry the file\'s id or link; there is no listing and no JSON view.';
   return {
     '/r/{token}': {
       servers: OUTSIDE,

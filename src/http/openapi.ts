@@ -197,7 +197,11 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
         responses: {
           '200': success('Statistics and limits.', object({
             success: ok,
-            stats: object({ total_files: count('Number of files in the account.'), total_size: bytes('Total size of the files') }),
+            stats: object({
+              total_files: count('Number of files in the account.'),
+              total_size: bytes('Total size of the files'),
+              reserved_size: bytes('Reserved against `max_total_size` by uploads in progress (plain, unfinished tus, through file requests), counted toward the quota as stored bytes are until each becomes a file or ends; always 0 on a plan without a quota'),
+            }),
             limits: object({
               max_file_size: bytes('Largest allowed file size'),
               daily_uploads: count('Uploads allowed per UTC day.'),

@@ -28,6 +28,8 @@ export interface PlainUploadSteps {
   options(fields: Fields): UploadOptions;
   /** Runs once the upload has its key, before a byte of the body is read (a file request takes its place). */
   beforeBody?(storageKey: string): Promise<void>;
+  /** Aborts when the upload must stop (its file request was closed): the body is cut, with the signal's reason as the answer. */
+  stop?: AbortSignal;
 }
 
 /** Receives `req`'s file for `caller` and commits it; throws (having aborted the upload) on any refusal or failure. */
@@ -37,9 +39,18 @@ export async function receivePlainUpload(req: IncomingMessage, caller: Caller, d
   try {
     const upload = await uploads.start(caller);
     const cut = new AbortController();
-    const unwatch = watchBodyRate(req, bodyRate, () => cut.abort(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
+    const watching = watchBodyRate(req, bodyRate, () => cut.abort(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
+    const stop = () => cut.abort(steps.stop!.reason);
+    if (steps.stop?.aborted) stop();
+    else steps.stop?.addEventListener('abort', stop, { once: true });
+    const unwatch = () => {
+      watching();
+      steps.stop?.removeEventListener('abort', stop);
+    };
     try {
       await steps.beforeBody?.(upload.key);
+      // Cut while the place was taken: receiveFile hears only of cuts to come.
+      cut.signal.throwIfAborted();
       await receiveFile(req, (filename, stream, fields) => upload.receive(filename, stream, steps.options(fields)), cut.signal);
       unwatch();
       const file = await upload.commit();

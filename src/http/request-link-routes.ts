@@ -18,6 +18,7 @@ import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLinkLimits } from '../limits/request-link-limits.js';
 import type { Metrics } from '../metrics.js';
 import { requestErrors } from '../requests/errors.js';
+import type { LiveRequestUploads } from '../requests/live-uploads.js';
 import type { FileRequest, FileRequests } from '../requests/service.js';
 import type { AuthState } from './auth.js';
 import type { BodyRateOptions } from './body-rate.js';
@@ -31,6 +32,10 @@ import { tusRoutes } from './tus-routes.js';
 
 export interface RequestLinkDeps {
   requests: FileRequests;
+  /** Uploads in flight through requests, cut when their request is closed or expires, or at their deadline. */
+  live: LiveRequestUploads;
+  /** Seconds an upload through a request may take, from its start (a tus upload: its creation) to its file: REQUEST_UPLOAD_EXPIRY. */
+  uploadExpirySeconds: number;
   uploads: PlainUploads;
   resumable?: ResumableUploads;
   uploadGate: UploadGate;
@@ -96,7 +101,7 @@ function linkGuard({ requests, limits, tokenFailures, passwordFailures, metrics 
 
 /** /r/{token}: the page, the plain upload and tus. */
 export function requestLinkRoutes(deps: RequestLinkDeps) {
-  const { requests, uploads, resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl } = deps;
+  const { requests, live, uploadExpirySeconds, uploads, resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl } = deps;
   const router = new Router<RequestLinkState>({ prefix: '/r/:token' });
   const guard = linkGuard(deps);
   const basePath = new URL(publicUrl).pathname.replace(/\/+$/, '');
@@ -108,14 +113,25 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
     return requestPage(ctx, fileRequest);
   });
 
+  /** The latest an upload through `request` starting now may end: REQUEST_UPLOAD_EXPIRY from now, never past the request's expiry. */
+  const deadlineOf = (request: FileRequest) => new Date(Math.min(Date.now() + uploadExpirySeconds * 1000, request.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY));
+
   router.post('/files', guard, async (ctx) => {
     const { caller, fileRequest } = ctx.state;
-    const file = await receivePlainUpload(ctx.req, caller, { uploads, uploadGate, concurrencySlots, bodyRate, metrics }, {
-      // The outsider's fields (expires_in, password, ...) are not theirs to set on the owner's file: the plan's retention applies.
-      options: () => withRetention({}, caller.plan.maxExpiresIn),
-      // The place before the first byte: a full request reads no body.
-      beforeBody: (storageKey) => requests.takePlace(fileRequest.id, storageKey),
-    });
+    // Cut when the request is closed or expires, or at REQUEST_UPLOAD_EXPIRY (410 upload_expired).
+    const tracked = live.track(fileRequest.id, { requestExpiresAt: fileRequest.expiresAt, uploadDeadline: new Date(Date.now() + uploadExpirySeconds * 1000) });
+    let file;
+    try {
+      file = await receivePlainUpload(ctx.req, caller, { uploads, uploadGate, concurrencySlots, bodyRate, metrics }, {
+        // The outsider's fields (expires_in, password, ...) are not theirs to set on the owner's file: the plan's retention applies.
+        options: () => withRetention({}, caller.plan.maxExpiresIn),
+        // The place before the first byte: a full request reads no body.
+        beforeBody: (storageKey) => requests.takePlace(fileRequest.id, storageKey),
+        stop: tracked.signal,
+      });
+    } finally {
+      tracked.done();
+    }
     ctx.status = 201;
     // A receipt: no file id, no download link (those are the owner's).
     ctx.body = { success: true, filename: file.filename, size: file.size };
@@ -135,6 +151,10 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
         owns: async (ctx, id) => {
           if (!(await requests.ownsUpload((ctx.state as RequestLinkState).fileRequest.id, id))) throw new AppError('upload_not_found', 'No such upload through this file request');
         },
+        // Its place, slot and bytes are held REQUEST_UPLOAD_EXPIRY at most, however often it is written (src/tus/uploads.ts cuts a PATCH then).
+        deadline: (ctx) => deadlineOf((ctx.state as RequestLinkState).fileRequest),
+        // The upload's own deadline covers the request's expiry: tracked for the close (and, as a backstop, the expiry).
+        track: (ctx) => live.track((ctx.state as RequestLinkState).fileRequest.id),
       },
     });
   }

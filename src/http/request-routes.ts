@@ -4,6 +4,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { z } from 'zod';
+import { normalName, unshowable } from '../files/filename.js';
 import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
 import { requestErrors } from '../requests/errors.js';
 import type { FileRequest, FileRequests, NewFileRequest } from '../requests/service.js';
@@ -23,11 +24,29 @@ export interface RequestRouteDeps {
 /** The most files one request may ask for. */
 export const MAX_REQUEST_FILES = 10_000;
 
+/** The most characters (code points) of a title. */
+export const MAX_TITLE_LENGTH = 200;
+
+/**
+ * A title is shown to outsiders on the upload page and to the owner in every
+ * listing, as a filename is: the filename rules apply (src/files/filename.ts:
+ * no control, bidirectional or invisible characters, not blank), so NUL (a
+ * 500 from PostgreSQL before), U+202E and CR/LF are refused with 400.
+ */
+const title = z
+  .string()
+  .transform(normalName)
+  .superRefine((text, ctx) => {
+    const problem = unshowable(text, 'the title') ?? ([...text].length > MAX_TITLE_LENGTH ? `longer than ${MAX_TITLE_LENGTH} characters` : undefined);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
 const newRequest = z.strictObject({
-  title: z.string().min(1).max(200).optional(),
-  max_files: z.number().int().min(1).max(MAX_REQUEST_FILES).optional(),
+  title: title.optional(),
+  // null: explicitly no limit; absent: the default (service.ts, REQUEST_DEFAULTS).
+  max_files: z.number().int().min(1).max(MAX_REQUEST_FILES).nullable().optional(),
   max_file_size: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
-  expires_in: z.number().int().min(1).max(MAX_OPTION_INT).optional(),
+  expires_in: z.number().int().min(1).max(MAX_OPTION_INT).nullable().optional(),
   password: z.string().min(1).refine((p) => [...p].length <= MAX_PASSWORD_LENGTH).optional(),
 });
 
@@ -38,11 +57,12 @@ function parseNewRequest(body: unknown): NewFileRequest {
     const issue = result.error.issues[0]!;
     if (issue.code === 'unrecognized_keys') throw requestErrors.invalid(`unknown field "${issue.keys[0]!.slice(0, 64)}"`);
     const field = String(issue.path[0] ?? '');
+    if (field === 'title' && issue.code === 'custom') throw requestErrors.invalid(`title: ${issue.message}`);
     const wanted: Record<string, string> = {
-      title: 'a string of 1 to 200 characters',
-      max_files: `an integer from 1 to ${MAX_REQUEST_FILES}`,
+      title: `a string of 1 to ${MAX_TITLE_LENGTH} characters`,
+      max_files: `an integer from 1 to ${MAX_REQUEST_FILES}, or null for no limit`,
       max_file_size: 'a positive integer (bytes)',
-      expires_in: `an integer from 1 to ${MAX_OPTION_INT} (seconds)`,
+      expires_in: `an integer from 1 to ${MAX_OPTION_INT} (seconds), or null for never`,
       password: `a string of 1 to ${MAX_PASSWORD_LENGTH} characters`,
     };
     throw requestErrors.invalid(`${field} must be ${wanted[field] ?? 'valid'}`);
@@ -62,6 +82,8 @@ export const presentRequest = (request: FileRequest, publicUrl: string) => ({
   max_file_size: request.maxFileSize,
   expires_at: formatOptionalDate(request.expiresAt),
   files_received: request.filesReceived,
+  uploads_in_progress: request.uploadsInProgress,
+  bytes_held: request.bytesHeld,
   has_password: request.hasPassword,
   created_at: formatDate(request.createdAt),
 });
@@ -87,7 +109,7 @@ export function requestRoutes(router: Router<AuthState>, guard: Middleware<AuthS
   });
 
   router.delete('/requests/:id', guard, async (ctx) => {
-    await requests.close(ctx.state.caller.accountId, ctx.params.id!);
-    ctx.body = { success: true, message: 'File request closed; the files it received stay' };
+    const ended = await requests.close(ctx.state.caller.accountId, ctx.params.id!);
+    ctx.body = { success: true, message: `File request closed; the files it received stay${ended ? `, and its ${ended} upload${ended === 1 ? '' : 's'} in progress ended` : ''}` };
   });
 }

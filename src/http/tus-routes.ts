@@ -13,7 +13,7 @@ import { isUploadId } from '../tus/records.js';
 import type { UploadGate } from '../limits/upload-gate.js';
 import { isOptionName, parseUploadOptions, withRetention, type UploadOptions } from '../files/upload-options.js';
 import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
-import { FileTooLarge, fileErrors } from '../files/errors.js';
+import { FileTooLarge, fileErrors, UploadEnded } from '../files/errors.js';
 import { closeAfterAnswer, detachableBody } from './unread-body.js';
 import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
 import type { Metrics } from '../metrics.js';
@@ -59,6 +59,10 @@ export interface TusScope {
   created: (ctx: Ctx, upload: UploadStatus) => Promise<void>;
   /** Before a HEAD, PATCH or DELETE: throws (404) when `id` is no upload of this scope. */
   owns: (ctx: Ctx, id: string) => Promise<void>;
+  /** The latest an upload created now may expire, however often written (a file request's REQUEST_UPLOAD_EXPIRY). */
+  deadline?: (ctx: Ctx) => Date | undefined;
+  /** While a body streams in: its signal aborts, with the answer as its reason, when the upload must stop (its file request was closed). */
+  track?: (ctx: Ctx) => { signal: AbortSignal; done(): void };
 }
 
 type Ctx = RouterContext<AuthState>;
@@ -192,6 +196,7 @@ async function create(tus: Tus, ctx: Ctx, creation: Creation): Promise<UploadSta
     length: lengthHeader === '' ? undefined : parseLength(lengthHeader),
     rawFilename,
     options,
+    deadline: tus.scope?.deadline?.(ctx),
   });
   tus.metrics?.resumableCreated.inc();
   if (tus.scope) {
@@ -229,8 +234,8 @@ async function createAndReceive(tus: Tus, ctx: Ctx, creation: Creation): Promise
 
 /** After the first body failed (its slot given back): the upload exists and the client needs its URL to go on, unless it was removed. */
 async function afterFailedFirstBody(tus: Tus, ctx: Ctx, id: string, failure: unknown): Promise<UploadStatus> {
-  // append removes an upload over the plan's limit.
-  if (failure instanceof FileTooLarge) throw failure;
+  // append removes an upload over the plan's limit, or whose file request ended.
+  if (failure instanceof FileTooLarge || failure instanceof UploadEnded) throw failure;
   if (failure instanceof UploadAborted) {
     // The client left before it could learn the upload's URL, so no one
     // can continue it: terminate it now, giving its daily slot back, rather
@@ -279,6 +284,11 @@ async function receive(tus: Tus, ctx: Ctx, id: string, offset: number, length?: 
   // kept, and the client can read the 408 (the body is cut, not the request).
   const body = detachableBody(ctx.req);
   const unwatch = watchBodyRate(ctx.req, bodyRate, () => body.destroy(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
+  // A scope's upload may be told to stop (its file request closed): the body is cut with the answer, and append removes the upload.
+  const tracked = tus.scope?.track?.(ctx);
+  const stop = () => body.destroy(tracked!.signal.reason as Error);
+  if (tracked?.signal.aborted) stop();
+  else tracked?.signal.addEventListener('abort', stop, { once: true });
   metrics?.resumableInFlight.inc();
   try {
     const outcome = await resumable.append(ctx.state.caller, id, {
@@ -297,6 +307,8 @@ async function receive(tus: Tus, ctx: Ctx, id: string, offset: number, length?: 
     throw err;
   } finally {
     unwatch();
+    tracked?.signal.removeEventListener('abort', stop);
+    tracked?.done();
     metrics?.resumableInFlight.dec();
   }
 }

@@ -7,13 +7,15 @@ import { Prisma } from '../generated/prisma/client.js';
 
 /**
  * Commit: a CTE that drops the record of `storageKey` for its file row,
- * unless a sweep claims it (judged abandoned), returning storage_key and
- * reserved_bytes when the claim succeeded. The slot the record held stays
- * taken: the upload was made.
+ * unless a sweep claims it (judged abandoned) or it came through a file
+ * request that is closed or expired now (requestOpenSql), returning
+ * storage_key and reserved_bytes when the claim succeeded. The slot the
+ * record held stays taken: the upload was made.
  */
 export const claimForFileSql = (storageKey: string, now: Date) => Prisma.sql`
   DELETE FROM pending_objects
   WHERE storage_key = ${storageKey} AND (claimed_until IS NULL OR claimed_until <= ${now}::timestamp(3))
+    AND (request_id IS NULL OR request_id IN (${requestOpenSql(storageKey, now)}))
   RETURNING storage_key, reserved_bytes, request_id`;
 
 /**
@@ -52,6 +54,25 @@ export const markPlaceSql = (storageKey: string, requestId: string, condition: P
 
 /** One row while the upload of `storageKey` still has its record. */
 export const recordOfSql = (storageKey: string) => Prisma.sql`SELECT 1 AS ok FROM pending_objects WHERE storage_key = ${storageKey}`;
+
+/**
+ * Commit (claimForFileSql): the id of the file request the upload of
+ * `storageKey` came through, if that request is open at `now`, its row
+ * locked FOR SHARE. A close (src/requests/service.ts) updates that row, so
+ * a commit racing it waits for the close and then sees the request closed
+ * (PostgreSQL re-reads a row it waited for): a file is never saved through
+ * a request closed or expired before the statement ended. Commits of one
+ * request share the lock and do not wait for each other.
+ */
+const requestOpenSql = (storageKey: string, now: Date) => Prisma.sql`
+  SELECT id FROM file_requests
+  WHERE id = (SELECT request_id FROM pending_objects WHERE storage_key = ${storageKey})
+    AND closed_at IS NULL AND (expires_at IS NULL OR expires_at > ${now}::timestamp(3))
+  FOR SHARE`;
+
+/** After a commit wrote nothing: the request of the upload of `storageKey` (closed_at, expires_at), if it came through one and its record is still there. */
+export const requestOfRecordSql = (storageKey: string) => Prisma.sql`
+  SELECT fr.closed_at, fr.expires_at FROM pending_objects p JOIN file_requests fr ON fr.id = p.request_id WHERE p.storage_key = ${storageKey}`;
 
 /** A condition on `alias` (a table with storage_key): its upload's record holds a place of `requestId`. */
 export const holdsPlaceSql = (alias: 'r', requestId: string) =>

@@ -9,8 +9,23 @@ import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { hashPassword } from '../links/link-password.js';
 import { LISTED, toFileListing, type FileListing } from '../files/record.js';
+import { heldByRequests, lapseRequestUploads, settleRequestUploads } from '../ledger/request-uploads.js';
+import { endUploadsSql } from '../tus/records.js';
 import { requestErrors } from './errors.js';
+import type { LiveRequestUploads } from './live-uploads.js';
 import { isUploadOf, storageKeyOfUpload, takePlace } from './places.js';
+
+/**
+ * What a request made without limits gets (issue 50): an outsider holding
+ * its link could otherwise hold every one of the owner's daily uploads and
+ * all of the storage, for ever. The owner asks for more by saying so:
+ * a larger number, or null for none.
+ */
+export const REQUEST_DEFAULTS = {
+  maxFiles: 10,
+  /** Seconds: 7 days. */
+  expiresIn: 7 * 86_400,
+} as const;
 
 export interface FileRequest {
   id: string;
@@ -25,14 +40,19 @@ export interface FileRequest {
   createdAt: Date;
   /** Files received and still in the account. */
   filesReceived: number;
+  /** Uploads through it in progress (each holds a place, a daily slot and its bytes until it ends). */
+  uploadsInProgress: number;
+  /** Bytes they hold: reserved against the storage quota, or stored so far by a tus upload. */
+  bytesHeld: number;
 }
 
 export interface NewFileRequest {
   title?: string;
-  maxFiles?: number;
+  /** null: no limit; absent: REQUEST_DEFAULTS.maxFiles. */
+  maxFiles?: number | null;
   maxFileSize?: number;
-  /** Seconds from now. */
-  expiresIn?: number;
+  /** Seconds from now; null: never; absent: REQUEST_DEFAULTS.expiresIn. */
+  expiresIn?: number | null;
   password?: string;
 }
 
@@ -57,7 +77,9 @@ type Row = {
   _count?: { files: number };
 };
 
-const toRequest = (row: Row): FileRequest => ({
+const NOTHING_HELD = { uploads: 0, bytes: 0 };
+
+const toRequest = (row: Row, held = NOTHING_HELD): FileRequest => ({
   id: row.id,
   accountId: row.accountId,
   token: row.token,
@@ -69,6 +91,8 @@ const toRequest = (row: Row): FileRequest => ({
   closedAt: row.closedAt,
   createdAt: row.createdAt,
   filesReceived: row._count?.files ?? 0,
+  uploadsInProgress: held.uploads,
+  bytesHeld: held.bytes,
 });
 
 const withCount = { _count: { select: { files: true } } } as const;
@@ -82,18 +106,24 @@ export interface OpenRequest {
 }
 
 export class FileRequests {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    /** Uploads in flight through requests: a close cuts those through it, on every instance. Absent: none are tracked (tests of the service alone). */
+    private readonly live?: LiveRequestUploads,
+  ) {}
 
   async create(accountId: number, input: NewFileRequest, now = new Date()): Promise<FileRequest> {
+    const maxFiles = input.maxFiles === undefined ? REQUEST_DEFAULTS.maxFiles : input.maxFiles;
+    const expiresIn = input.expiresIn === undefined ? REQUEST_DEFAULTS.expiresIn : input.expiresIn;
     const row = await this.prisma.fileRequest.create({
       data: {
         id: newRequestId(),
         accountId,
         token: newRequestToken(),
         title: input.title ?? null,
-        maxFiles: input.maxFiles ?? null,
+        maxFiles,
         maxFileSize: input.maxFileSize === undefined ? null : BigInt(input.maxFileSize),
-        expiresAt: input.expiresIn === undefined ? null : new Date(now.getTime() + input.expiresIn * 1000),
+        expiresAt: expiresIn === null ? null : new Date(now.getTime() + expiresIn * 1000),
         passwordHash: input.password === undefined ? null : await hashPassword(input.password),
         createdAt: now,
       },
@@ -109,7 +139,8 @@ export class FileRequests {
       this.prisma.fileRequest.count({ where }),
       this.prisma.fileRequest.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: (page - 1) * limit, take: limit, include: withCount }),
     ]);
-    return { total, requests: rows.map(toRequest) };
+    const held = await heldByRequests(this.prisma, rows.map((row) => row.id));
+    return { total, requests: rows.map((row) => toRequest(row, held.get(row.id))) };
   }
 
   /** The account's open request with the files it received, newest first (at most `maxFiles`). */
@@ -117,15 +148,41 @@ export class FileRequests {
     if (!REQUEST_ID.test(id)) throw requestErrors.notFound();
     const row = await this.prisma.fileRequest.findFirst({ where: { id, accountId, closedAt: null }, include: withCount });
     if (!row) throw requestErrors.notFound();
-    const files = await this.prisma.file.findMany({ where: { requestId: id, accountId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: maxFiles, select: LISTED });
-    return { request: toRequest(row), files: files.map(toFileListing) };
+    const [files, held] = await Promise.all([
+      this.prisma.file.findMany({ where: { requestId: id, accountId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: maxFiles, select: LISTED }),
+      heldByRequests(this.prisma, [id]),
+    ]);
+    return { request: toRequest(row, held.get(id)), files: files.map(toFileListing) };
   }
 
-  /** Closes the account's request: its link answers 404 from now on; files received stay. */
-  async close(accountId: number, id: string, now = new Date()): Promise<void> {
+  /**
+   * Closes the account's request: its link answers 404 from now on; files
+   * received stay. Its uploads in progress end with it: in one transaction
+   * the request is marked closed (its row locked, so no place is taken
+   * meanwhile) and one statement gives back every daily slot and reserved
+   * byte they held and makes their tus uploads expire; then those in flight
+   * are cut, here and on the other instances (live-uploads.ts), and the
+   * sweep removes their bytes. Returns how many uploads were ended.
+   */
+  async close(accountId: number, id: string, now = new Date()): Promise<number> {
     if (!REQUEST_ID.test(id)) throw requestErrors.notFound();
-    const { count } = await this.prisma.fileRequest.updateMany({ where: { id, accountId, closedAt: null }, data: { closedAt: now } });
-    if (count === 0) throw requestErrors.notFound();
+    const ended = await this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.fileRequest.updateMany({ where: { id, accountId, closedAt: null }, data: { closedAt: now } });
+      if (count === 0) return undefined;
+      return settleRequestUploads(tx, id, (held) => endUploadsSql(held, now));
+    });
+    if (ended === undefined) throw requestErrors.notFound();
+    await this.live?.announce(id);
+    return ended;
+  }
+
+  /**
+   * Gives back what tus uploads through requests hold once their time ran
+   * out (REQUEST_UPLOAD_EXPIRY, or their request's expiry), without waiting
+   * for the sweep (server.ts runs it every few seconds). Returns how many.
+   */
+  lapseUploads(now = new Date()): Promise<number> {
+    return lapseRequestUploads(this.prisma, now);
   }
 
   /**

@@ -25,6 +25,8 @@ export interface ResumableRow {
   hashState: Uint8Array;
   interrupted: boolean;
   expiresAt: Date;
+  /** The latest expiresAt may ever be (an upload through a file request: REQUEST_UPLOAD_EXPIRY after creation); absent: none. */
+  deadline?: Date;
   createdAt: Date;
   /** What the file will be given (Upload-Metadata options): seconds it lives, its primary link's rules. */
   fileExpiresIn?: number;
@@ -66,11 +68,22 @@ const toRow = (row: Row): ResumableRow => ({
   hashState: row.hashState,
   interrupted: row.interrupted,
   expiresAt: row.expiresAt,
+  deadline: row.deadline ?? undefined,
   createdAt: row.createdAt,
   fileExpiresIn: row.fileExpiresIn ?? undefined,
   maxDownloads: row.maxDownloads ?? undefined,
   passwordHash: row.passwordHash ?? undefined,
 });
+
+/**
+ * A CTE over `held` (pending records being ended with their file request,
+ * src/ledger/request-uploads.ts) that makes their uploads expire at `now`,
+ * for good: no request can lock them again, and the sweep removes them once
+ * nobody holds them.
+ */
+export const endUploadsSql = (held: 'held', now: Date) => Prisma.sql`
+  UPDATE resumable_uploads SET expires_at = LEAST(resumable_uploads.expires_at, ${now}::timestamp(3)), deadline = ${now}::timestamp(3)
+  FROM ${Prisma.raw(held)} WHERE resumable_uploads.storage_key = ${Prisma.raw(held)}.storage_key`;
 
 /** The URL token of an upload: 128 random bits, base64url (22 characters). */
 export const newUploadId = () => randomBytes(16).toString('base64url');
@@ -92,6 +105,7 @@ export interface NewUpload {
   hashState: Uint8Array;
   quotaDay: string;
   expiresAt: Date;
+  deadline?: Date;
   createdAt: Date;
   fileExpiresIn?: number;
   maxDownloads?: number;

@@ -12,7 +12,7 @@ import type { Caller } from '../accounts/types.js';
 import { AppError } from '../errors.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import { FileTooLarge, fileErrors } from '../files/errors.js';
+import { FileTooLarge, fileErrors, UploadEnded, uploadEnded } from '../files/errors.js';
 import { commitFile } from '../files/file-rows.js';
 import { cleanFilename } from '../files/filename.js';
 import { newStorageKey, type FileRecord } from '../files/record.js';
@@ -121,19 +121,21 @@ export class ResumableUploads {
     this.settleMs = Math.min(2000, options.locker.options.takeoverMs / 4);
   }
 
-  /** Upload-Expires after a write at `now` to an upload created at `createdAt`. */
-  private expiresAfter(now: Date, createdAt: Date): Date {
+  /** Upload-Expires after a write at `now` to an upload created at `createdAt`, never past its `deadline`. */
+  private expiresAfter(now: Date, { createdAt, deadline }: { createdAt: Date; deadline?: Date }): Date {
     const { expirySeconds, lifetimeSeconds = Number.POSITIVE_INFINITY } = this.options;
-    return new Date(Math.min(now.getTime() + expirySeconds * 1000, createdAt.getTime() + lifetimeSeconds * 1000));
+    return new Date(Math.min(now.getTime() + expirySeconds * 1000, createdAt.getTime() + lifetimeSeconds * 1000, deadline?.getTime() ?? Number.POSITIVE_INFINITY));
   }
 
   /**
    * A new upload of `length` bytes (undefined: deferred) named by the
    * client's `rawFilename`. Limits come first: a length over the plan's
    * max_file_size is refused (403) before a daily slot is taken (403 when
-   * none is left).
+   * none is left). `deadline`: the upload expires then at the latest,
+   * however recently written (a file request's REQUEST_UPLOAD_EXPIRY), and
+   * a PATCH still flowing then is cut and the upload removed.
    */
-  async create(caller: Caller, input: { length?: number; rawFilename: string; options?: UploadOptions }): Promise<UploadStatus> {
+  async create(caller: Caller, input: { length?: number; rawFilename: string; options?: UploadOptions; deadline?: Date }): Promise<UploadStatus> {
     const { store, ledger, onCleanupError } = this.options;
     const filename = cleanFilename(input.rawFilename);
     const max = this.maxSize(caller);
@@ -158,7 +160,8 @@ export class ResumableUploads {
         storeState: await store.startResumable(storageKey, { maxSize: input.length ?? max }),
         hashState: await initialHashState(),
         quotaDay: day,
-        expiresAt: this.expiresAfter(now, now),
+        expiresAt: this.expiresAfter(now, { createdAt: now, deadline: input.deadline }),
+        deadline: input.deadline,
         createdAt: now,
         fileExpiresIn: options.expiresIn,
         maxDownloads: rules.maxDownloads,
@@ -193,7 +196,7 @@ export class ResumableUploads {
       const lock = await this.locker.lock(id, caller.accountId, view.offset);
       if (lock) {
         try {
-          return statusOf(lock.row, await this.finish(lock.row));
+          return statusOf(lock.row, await this.finishOrRemove(lock.row, lock.token));
         } finally {
           await lock.unlock();
         }
@@ -236,7 +239,7 @@ export class ResumableUploads {
     // has ended its upload). A length declared only now, equal to what is
     // stored, goes through the store's append like any other request: it is
     // the store's cue to send its last part.
-    if (row.length !== undefined && row.offset === row.length) return this.appendToComplete(caller, row, input);
+    if (row.length !== undefined && row.offset === row.length) return this.appendToComplete(caller, row, token, input);
     const limit = (length ?? max) - row.offset;
     // Past a declared length, the request is wrong; past the plan (deferred
     // length, or one declared over it), the upload can never be a file.
@@ -257,6 +260,7 @@ export class ResumableUploads {
     // however it ends (a failed store call, a checksum that did not match);
     // a crash leaves it to the commit or the sweep.
     let kept = row.offset;
+    const deadline = this.untilDeadline(lock.signal, row.deadline);
     const written = await writeBody(this.options.store, row, input, {
       length,
       limit,
@@ -268,9 +272,10 @@ export class ResumableUploads {
       // Told to stop (a newer request for this upload, or the lock could not
       // be renewed): the body ends (for a newer request, once what is in
       // flight is in); what was stored is committed below as for a client
-      // that hung up, and append() unlocks.
+      // that hung up, and append() unlocks. At the upload's deadline, the
+      // body is cut and the upload removed below.
       stop: {
-        signal: lock.signal,
+        signal: deadline.signal,
         settles: (reason) => reason instanceof LockTakenOver,
         graceMs: this.settleMs,
         error: (reason) => (reason instanceof LockTakenOver || !(reason instanceof Error) ? resumableErrors.busy() : reason),
@@ -281,10 +286,12 @@ export class ResumableUploads {
         return result;
       })
       .finally(async () => {
+        deadline.clear();
         if (quota !== null) await this.storage.trim(row.storageKey, kept).catch(this.options.onCleanupError);
       });
     const { interrupted } = written;
-    if (interrupted instanceof FileTooLarge) {
+    // Past the plan's size, or its file request ended (or its time through one ran out): it can never be a file.
+    if (interrupted instanceof FileTooLarge || interrupted instanceof UploadEnded) {
       await this.remove(row.id, { token });
       throw interrupted;
     }
@@ -293,25 +300,25 @@ export class ResumableUploads {
       throw interrupted ? resumableErrors.aborted() : resumableErrors.checksumMismatch();
     }
     const finished = written.offset === length;
-    const next = { ...row, offset: written.offset, length, storeState: written.state, hashState: written.hashState, expiresAt: this.expiresAfter(this.clock(), row.createdAt) };
+    const next = { ...row, offset: written.offset, length, storeState: written.state, hashState: written.hashState, expiresAt: this.expiresAfter(this.clock(), row) };
     const saved = await this.records.commit(row.id, token, { ...next, interrupted: interrupted !== undefined });
     if (!saved) throw resumableErrors.busy();
     // The row names the running hash now, and the lock is still ours: a newer request reads this row only after we unlock.
     written.hashSaved();
     if (interrupted !== undefined && !finished) throw cutAt(interrupted, written.offset);
-    const file = finished ? await this.finish(next) : undefined;
+    const file = finished ? await this.finishOrRemove(next, token) : undefined;
     return { status: statusOf(next, file), received: written.received, resumedAt: row.interrupted ? row.offset : undefined };
   }
 
   /** A request to an upload that has every byte: nothing more may come; finish it if that was cut short. */
-  private async appendToComplete(caller: Caller, row: ResumableRow, input: AppendInput): Promise<AppendOutcome> {
+  private async appendToComplete(caller: Caller, row: ResumableRow, token: string, input: AppendInput): Promise<AppendOutcome> {
     if ((input.bodySize ?? 0) > 0) throw resumableErrors.lengthExceeded(row.offset);
     const view = await this.records.find(row.id, caller.accountId, this.clock());
     if (view?.file || !view?.pending) {
       if (!view?.file) throw resumableErrors.notFound();
       return { status: statusOf(row, view.file), received: 0 };
     }
-    return { status: statusOf(row, await this.finish(row)), received: 0 };
+    return { status: statusOf(row, await this.finishOrRemove(row, token)), received: 0 };
   }
 
   /** The length this request leaves the upload with; a deferred one may be declared once, never changed. */
@@ -320,6 +327,33 @@ export class ResumableUploads {
     if (row.length !== undefined) throw resumableErrors.lengthMismatch(`Upload-Length is already ${row.length}`);
     if (declared < row.offset) throw resumableErrors.lengthMismatch(`Upload-Length is below the ${row.offset} bytes already stored`);
     return declared;
+  }
+
+  /**
+   * `lock` as a signal that also aborts at `deadline` (with UploadEnded:
+   * the upload's time ran out); clear() stops its timer.
+   */
+  private untilDeadline(lock: AbortSignal, deadline: Date | undefined): { signal: AbortSignal; clear(): void } {
+    const wait = deadline ? Math.max(0, deadline.getTime() - this.clock().getTime()) : Number.POSITIVE_INFINITY;
+    // setTimeout holds at most 2^31-1 ms (24.8 days): a later deadline is left to the expiry a lock checks.
+    if (wait >= 2 ** 31) return { signal: lock, clear: () => {} };
+    const expired = new AbortController();
+    const timer = setTimeout(() => expired.abort(uploadEnded.expired()), wait).unref();
+    return { signal: AbortSignal.any([lock, expired.signal]), clear: () => clearTimeout(timer) };
+  }
+
+  /**
+   * finish(), and if the commit refused the upload for good (its file
+   * request was closed or expired meanwhile), removes it under the lock
+   * `token`: its bytes and records go, with its slot and reservation.
+   */
+  private async finishOrRemove(row: ResumableRow, token: string): Promise<FileRecord> {
+    try {
+      return await this.finish(row);
+    } catch (err) {
+      if (err instanceof UploadEnded) await this.remove(row.id, { token });
+      throw err;
+    }
   }
 
   /** Makes the upload's object a file, as a plain upload's; the caller holds its lock, and unlocks. */

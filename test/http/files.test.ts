@@ -162,15 +162,15 @@ for (const backend of backends) {
         const empty = await call(t.url('/api/v1/stats'), { key: apiKey });
         expect(empty.body).to.deep.equal({
           success: true,
-          stats: { total_files: 0, total_size: 0 },
+          stats: { total_files: 0, total_size: 0, reserved_size: 0 },
           limits: { max_file_size: 10737418240, daily_uploads: 1000, concurrent_uploads: 8, max_total_size: null, max_expires_in: null },
           plan: 'business',
         });
         const a = await uploadFile(t.server.url, apiKey, 'a.txt', 'a'.repeat(100));
         await uploadFile(t.server.url, apiKey, 'b.txt', 'b'.repeat(23));
-        expect((await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats).to.deep.equal({ total_files: 2, total_size: 123 });
+        expect((await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats).to.deep.equal({ total_files: 2, total_size: 123, reserved_size: 0 });
         await call(t.url(`/api/v1/files/${a.body.file_id}`), { method: 'DELETE', key: apiKey });
-        expect((await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats).to.deep.equal({ total_files: 1, total_size: 23 });
+        expect((await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats).to.deep.equal({ total_files: 1, total_size: 23, reserved_size: 0 });
       });
 
       it('when the account is on pro, then the example limits of the spec come back', async () => {

@@ -200,7 +200,7 @@ describe('the sweep deletes expired files', function () {
           expect((await call(t.url(`/api/v1/files/${short.file_id}`), { key: apiKey })).status).to.equal(404);
           expect((await call(t.url(short.public_link))).status).to.equal(404);
           expect(await t.server.db.prisma.link.count({ where: { fileId: short.file_id } })).to.equal(0);
-          expect((await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats).to.deep.equal({ total_files: 1, total_size: 4 });
+          expect((await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats).to.deep.equal({ total_files: 1, total_size: 4, reserved_size: 0 });
           expect(await objects()).to.equal(1);
           expect((await call(t.url(kept.public_link))).status).to.equal(200);
           expect(await t.server.db.prisma.pendingObject.count()).to.equal(0);

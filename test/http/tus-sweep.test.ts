@@ -19,7 +19,7 @@ const HOUR = 3600 * 1000;
 
 async function stats(t: TestServer, key: string) {
   const [s, list] = await Promise.all([call(t.url('/api/v1/stats'), { key }), call(t.url('/api/v1/files'), { key })]);
-  return { ...s.body.stats, list_total: list.body.pagination.total };
+  return { total_files: s.body.stats.total_files, total_size: s.body.stats.total_size, list_total: list.body.pagination.total };
 }
 
 /** Makes every unfinished upload of the server expired, as RESUMABLE_EXPIRY would after a day. */

@@ -116,7 +116,7 @@ for (const setup of setups) {
       await removeDir(dir);
       expect(summary.cleanup).to.include({ deleted: 0, failed: 0 });
       const state = await accountState(t, key);
-      expect(state.stats).to.deep.equal({ total_files: 3, total_size: 15000 });
+      expect(state.stats).to.deep.equal({ total_files: 3, total_size: 15000, reserved_size: 0 });
       expect([...state.files].sort()).to.deep.equal([...summary.kept].sort());
     });
   });

@@ -59,6 +59,14 @@ describe('dropstream requests, and upload --request', function () {
     expect(refused.stderr).to.include('request_not_found');
   });
 
+  it('when requests create is given no limits, then the server\'s defaults apply (10 files, 7 days), and --max-files none --expires-in never lift them', async () => {
+    const bounded = await json(['requests', 'create']);
+    expect(bounded.max_files).to.equal(10);
+    expect(bounded.expires_at).to.be.a('string');
+    const open = await json(['requests', 'create', '--max-files', 'none', '--expires-in', 'never']);
+    expect(open).to.include({ max_files: null, expires_at: null });
+  });
+
   it('when upload --request --resumable sends a file, then it goes through tus at the link (no key) and prints the receipt', async () => {
     const owner = await t.account();
     const request = await json(['requests', 'create', '--max-files', '1', '--key', owner.apiKey]);

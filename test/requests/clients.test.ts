@@ -88,7 +88,8 @@ describe('file request links with tus-js-client and Chromium', function () {
       page.on('request', (req) => requests.push(req.url()));
       await page.goto(t.url(linkPath(request)));
       await page.getByRole('heading', { name: 'Print files for Friday' }).waitFor();
-      expect(await page.locator('#limits').textContent()).to.equal('This request takes up to 5 files, at most 10.0 MiB each.');
+      // Made without expires_in: open for the default 7 days, and the page says until when.
+      expect(await page.locator('#limits').textContent()).to.match(/^This request takes up to 5 files, at most 10\.0 MiB each, open until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\.$/);
       await page.locator('input.uppy-Dashboard-input').first().setInputFiles(input);
       await page.getByRole('list', { name: 'Files received' }).getByText('input.bin (1.0 MiB): done').waitFor({ timeout: 30_000 });
       await page.screenshot({ path: join(dir, 'request-page.png'), fullPage: true });

@@ -47,6 +47,19 @@ for (const backend of backends) {
       }
     });
 
+    it('when a title holds NUL, U+202E, CR or LF, then 400 invalid_file_request, as a filename would be refused, and nothing is made', async () => {
+      const before = await t.server.db.prisma.fileRequest.count({ where: { accountId: owner.accountId } });
+      for (const title of ['Invoices\u0000', 'invoice\u202Egpj.exe', 'line\r\nSet-Cookie: x=1', 'two\nlines', '\u200B', '\u0301accent first']) {
+        const res = await call(t.url('/api/v1/requests'), { method: 'POST', key: owner.apiKey, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ title }) });
+        expect(res.status, `${JSON.stringify(title)}: ${res.text}`).to.equal(400);
+        expect(res.body.error.code).to.equal('invalid_file_request');
+        expect(res.body.error.message).to.match(/^Invalid file request: title: /);
+      }
+      expect(await t.server.db.prisma.fileRequest.count({ where: { accountId: owner.accountId } })).to.equal(before);
+      // Ordinary text with slashes, accents and emoji stays as written.
+      expect((await newRequest(t, owner.apiKey, { title: 'Q3 / Q4 reçus 📄' })).title).to.equal('Q3 / Q4 reçus 📄');
+    });
+
     it('when an outsider sends a file with curl, then the answer is a receipt and the file is the owner\'s, with request_id, and counted in files_received', async () => {
       const request = await newRequest(t, owner.apiKey, { title: 'Photos' });
       const dir = await mkdtemp(join(tmpdir(), 'dropstream-req-'));

@@ -13,8 +13,8 @@ const CONNECTION_USAGE = '[--server URL] [--key KEY]';
 export const REQUEST_COMMANDS: Command[] = [
   {
     name: 'requests create',
-    usage: `requests create [--title TEXT] [--max-files N] [--max-file-size BYTES] [--expires-in TIME] [--password PW] ${CONNECTION_USAGE}`,
-    summary: 'Makes a file request: a link through which people without an account upload into yours; prints it with its upload_link.',
+    usage: `requests create [--title TEXT] [--max-files N|none] [--max-file-size BYTES] [--expires-in TIME|never] [--password PW] ${CONNECTION_USAGE}`,
+    summary: 'Makes a file request: a link through which people without an account upload into yours; prints it with its upload_link. Without --max-files it takes 10 files, without --expires-in it is open 7 days; none and never lift them.',
     options: { ...CONNECTION, title: str, 'max-files': str, 'max-file-size': str, 'expires-in': str, password: str },
   },
   { name: 'requests list', usage: `requests list [--page N] [--limit N] ${CONNECTION_USAGE}`, summary: "Lists the account's open file requests, newest first.", options: { ...CONNECTION, page: str, limit: str } },
@@ -37,11 +37,13 @@ export async function runRequests(command: Command, args: string[]): Promise<voi
   switch (command.name) {
     case 'requests create': {
       const expiresIn = text(values, 'expires-in');
+      const maxFiles = text(values, 'max-files');
+      // null asks the server for no limit; absent, it applies its defaults (10 files, 7 days).
       const body = {
         title: text(values, 'title'),
-        max_files: positive('max-files', text(values, 'max-files')),
+        max_files: maxFiles === 'none' ? null : positive('max-files', maxFiles),
         max_file_size: positive('max-file-size', text(values, 'max-file-size')),
-        expires_in: expiresIn === undefined ? undefined : parseSeconds('expires-in', expiresIn),
+        expires_in: expiresIn === undefined ? undefined : expiresIn === 'never' ? null : parseSeconds('expires-in', expiresIn),
         password: text(values, 'password'),
       };
       return print((await apiRequest(client(), 'POST', '/requests', body)).request);

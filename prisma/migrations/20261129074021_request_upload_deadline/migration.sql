@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "resumable_uploads" ADD COLUMN     "deadline" TIMESTAMP(3);
