@@ -2,7 +2,8 @@
 // domain a callback:
 // - authorise (token, password, expiry -> a grant): the link's rules are
 //   checked here, in this order: known (undefined: 404), neither it nor its
-//   file expired (410), password (401), budget (410);
+//   file expired (410), a password link embedded by another site's page
+//   (403), password (401), budget (410);
 // - open (grant, range -> a stream and a settle): a limited link's bytes are
 //   reserved before any body is opened; or hand out (grant -> a presigned
 //   URL of the store), when downloads are offloaded.
@@ -58,6 +59,12 @@ export interface DownloadCredentials {
   password?: string;
   /** Without it, guessing is bounded by nothing but scrypt's queue. */
   guard?: PasswordGuard;
+  /**
+   * The request is another site's page using the browser (an image, a
+   * frame, a fetch; not a link followed from there): its password may be
+   * the one the browser cached, not one its sender knows (issue 50).
+   */
+  embedded?: boolean;
 }
 
 /** Leave to download a file through one link, as checked at one moment: what open() and handOut() take. */
@@ -182,8 +189,10 @@ export class Downloads {
     };
   }
 
-  private async checkPassword(linkId: string, hash: string | undefined, { password, guard }: DownloadCredentials): Promise<void> {
+  private async checkPassword(linkId: string, hash: string | undefined, { password, guard, embedded }: DownloadCredentials): Promise<void> {
     if (!hash) return;
+    // Before the password is read: neither a guess counted nor a prompt asked for over another site's page.
+    if (embedded) throw linkErrors.embedded();
     if (password === undefined) throw linkErrors.passwordRequired();
     if (!(await guardedPasswordCheck(password, hash, linkId, guard))) throw linkErrors.wrongPassword();
   }
