@@ -131,9 +131,7 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
    * no-store: a cached redirect would outlive its URL, and the count.
    */
   async function redirect(ctx: Context, grant: DownloadGrant, range: ByteRange | undefined): Promise<void> {
-    const { file } = grant;
-    const whole = !range || (range.start === 0 && range.end === file.size - 1);
-    const url = await downloads.handOut(grant, { disposition: attachment(file.filename), whole });
+    const url = await downloads.handOut(grant, range, { disposition: attachment(grant.file.filename) });
     ctx.remove('Content-Range');
     ctx.remove('Accept-Ranges');
     ctx.remove('ETag');
@@ -161,7 +159,7 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
     if (!grant) return failed(ctx, fileErrors.notFound());
     const wanted = describe(ctx, grant.file);
     if (!wanted) return;
-    if (downloads.offloads(grant)) return redirect(ctx, grant, wanted.range);
+    if (downloads.offloads(grant, wanted.range)) return redirect(ctx, grant, wanted.range);
     const download = await downloads.open(grant, wanted.range);
     if (!download) return failed(ctx, fileErrors.notFound());
     const { body, length, settle } = download;
