@@ -96,7 +96,7 @@ export function createApp(deps: AppDeps): Koa {
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
   const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service });
-  const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed') });
+  const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed'), corsOrigins: deps.corsOrigins?.filter((origin) => origin !== '*') });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',
     hops: deps.trustedProxyHops ?? 1,

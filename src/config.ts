@@ -132,7 +132,7 @@ const schema = z
     REQUEST_LINK_UPLOADS_PER_HOUR: integer(1, 1_000_000).default(60),
     REQUEST_UPLOAD_EXPIRY: integer(1, 30 * 86_400).default(3600),
     LINK_PASSWORD_FAILURE_LIMIT: integer(1, 1_000_000).default(100),
-    LINK_PASSWORD_LOCK: integer(1, 30 * 86_400).default(3600),
+    LINK_PASSWORD_LOCK: integer(1, 30 * 86_400).default(300),
     WEBHOOK_MAX_BACKOFF: integer(1, 86_400).default(300),
     WEBHOOK_RETRY_HOURS: integer(1, 30 * 24).default(72),
     WEBHOOK_ALLOW_PRIVATE: flag.default(false),

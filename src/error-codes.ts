@@ -50,6 +50,7 @@ export const ERROR_CODES = {
   storage_quota_exceeded: { status: 403, meaning: 'The upload would take the account\'s stored bytes past the plan\'s max_total_size.' },
   webhook_limit: { status: 403, meaning: 'The account already has as many webhooks as allowed (10); delete one first.' },
   daily_upload_limit: { status: 403, meaning: 'The plan\'s uploads for this UTC day are used up.' },
+  cross_site_request: { status: 403, meaning: 'A browser sent the request for another site\'s page (Sec-Fetch-Site, Origin): a write to a file request link, or a password link embedded by another site; it could carry the visitor\'s cached password.' },
   // 404, 405: nothing there.
   not_found: { status: 404, meaning: 'No such route.' },
   file_not_found: { status: 404, meaning: 'No such file in this account, or no such download link.' },

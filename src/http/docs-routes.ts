@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { notFound } from '../errors.js';
 import { sendStaticFile } from './static-file.js';
+import { APP_CSP } from './web-app-routes.js';
 
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 export const DOCS_PATH = '/docs';
@@ -20,7 +21,14 @@ const ASSETS = new Map([
 
 const swaggerUiDir = () => dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
-// validatorUrl: null keeps the page from calling validator.swagger.io.
+/**
+ * Swagger UI's start, a file of its own (issue 50): the page runs under the
+ * web app's CSP, which allows no inline script. validatorUrl: null keeps
+ * the page from calling validator.swagger.io.
+ */
+const INIT_NAME = 'init.js';
+const init = `SwaggerUIBundle({ url: '${OPENAPI_PATH}', dom_id: '#swagger-ui', validatorUrl: null, deepLinking: true });\n`;
+
 const page = `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -31,7 +39,7 @@ const page = `<!DOCTYPE html>
 <body>
 <div id="swagger-ui"></div>
 <script src="${ASSETS_PATH}/swagger-ui-bundle.js"></script>
-<script>SwaggerUIBundle({ url: '${OPENAPI_PATH}', dom_id: '#swagger-ui', validatorUrl: null, deepLinking: true });</script>
+<script src="${ASSETS_PATH}/${INIT_NAME}"></script>
 </body>
 </html>
 `;
@@ -39,6 +47,9 @@ const page = `<!DOCTYPE html>
 /**
  * The API description and a Swagger UI page to read it, without a key and
  * without any CDN: the viewer's files are served from our own dependency.
+ * The page is on the web app's origin, so it gets the web app's CSP: our
+ * own scripts and styles only, and no framing by other pages
+ * (frame-ancestors 'none'), which would let them dress up "Try it out".
  */
 export function docsRoutes(publicUrl: string) {
   const router = new Router();
@@ -55,8 +66,14 @@ export function docsRoutes(publicUrl: string) {
 
   router.get(DOCS_PATH, (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
-    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set({ 'Content-Security-Policy': APP_CSP, 'X-Content-Type-Options': 'nosniff' });
     ctx.body = page;
+  });
+
+  router.get(`${ASSETS_PATH}/${INIT_NAME}`, (ctx) => {
+    ctx.type = 'text/javascript; charset=utf-8';
+    ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=3600' });
+    ctx.body = init;
   });
 
   router.get(`${ASSETS_PATH}/:name`, async (ctx) => {

@@ -12,6 +12,7 @@ import { attachment } from './attachment.js';
 import { watchResponseRate, type BodyRateOptions } from './body-rate.js';
 import { exactBody } from './download-body.js';
 import { beforeClose, bytesAcked, canReadAcked } from './acked-bytes.js';
+import { embeddedByAnotherSite } from './cross-site.js';
 import { passwordGuard } from './password-guard.js';
 import { tooManyFailures } from './rate-limit.js';
 import { recordFailure } from './request-log.js';
@@ -27,6 +28,8 @@ export interface DownloadDeps {
   rate?: BodyRateOptions;
   /** Called when counting a completed download (or giving back a cut one's bytes) fails; the response itself is done. */
   onCountError: (err: unknown) => void;
+  /** CORS_ORIGINS listed by name: their pages may fetch a password link with its password (cross-site.ts). */
+  corsOrigins?: readonly string[];
 }
 
 const TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
@@ -78,7 +81,7 @@ export function basicPassword(header: string | undefined): string | undefined {
  * open or hand out); this route reads the request's headers and writes the
  * response.
  */
-export function downloadRoutes({ downloads, tokenFailures, passwordFailures, metrics, rate, onCountError }: DownloadDeps) {
+export function downloadRoutes({ downloads, tokenFailures, passwordFailures, metrics, rate, onCountError, corsOrigins }: DownloadDeps) {
   const router = new Router();
 
   /**
@@ -128,9 +131,7 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
    * no-store: a cached redirect would outlive its URL, and the count.
    */
   async function redirect(ctx: Context, grant: DownloadGrant, range: ByteRange | undefined): Promise<void> {
-    const { file } = grant;
-    const whole = !range || (range.start === 0 && range.end === file.size - 1);
-    const url = await downloads.handOut(grant, { disposition: attachment(file.filename), whole });
+    const url = await downloads.handOut(grant, range, { disposition: attachment(grant.file.filename) });
     ctx.remove('Content-Range');
     ctx.remove('Accept-Ranges');
     ctx.remove('ETag');
@@ -146,6 +147,7 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
     const credentials = {
       password: basicPassword(ctx.get('Authorization') || undefined),
       guard: passwordGuard({ address: tokenFailures, link: passwordFailures, metrics }, ctx.ip),
+      embedded: embeddedByAnotherSite(ctx, corsOrigins),
     };
     let grant: DownloadGrant | undefined;
     try {
@@ -157,7 +159,7 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
     if (!grant) return failed(ctx, fileErrors.notFound());
     const wanted = describe(ctx, grant.file);
     if (!wanted) return;
-    if (downloads.offloads(grant)) return redirect(ctx, grant, wanted.range);
+    if (downloads.offloads(grant, wanted.range)) return redirect(ctx, grant, wanted.range);
     const download = await downloads.open(grant, wanted.range);
     if (!download) return failed(ctx, fileErrors.notFound());
     const { body, length, settle } = download;

@@ -89,7 +89,9 @@ function linkPaths(): Record<string, PathItem> {
     '500': error(`${codes('internal_error')}.`, {}, false),
   };
   const link = (op: Omit<Operation, 'tags' | 'security'>): Operation => ({ ...op, tags: ['requests'], security: [], responses: { ...guard, ...op.responses } });
-  const owners = error(`The owner's limits, as the owner would get them: ${codes('file_too_large')} (the smaller of the plan's and the request's \`max_file_size\`), ${codes('daily_upload_limit')}, ${codes('storage_quota_exceeded')}.`, {}, false);
+  // Writes only: a browser's request for another site's page could carry the visitor's cached password (cross-site.ts).
+  const crossSite = `${codes('cross_site_request')}: a browser sent it for another site's page (\`Sec-Fetch-Site\` other than \`same-origin\` or \`none\`, or an \`Origin\` other than \`PUBLIC_URL\`'s or the host's), refused before any limit, password or byte; clients that send neither header are not affected`;
+  const owners = error(`The owner's limits, as the owner would get them: ${codes('file_too_large')} (the smaller of the plan's and the request's \`max_file_size\`), ${codes('daily_upload_limit')}, ${codes('storage_quota_exceeded')}. Or ${crossSite}.`, {}, false);
   const tusNote = 'tus 1.0.0 with the same extensions, limits and takeover rules as `/api/v1/uploads`; the upload is the owner\'s. An upload takes a place of `max_files` when it is created and gives it back when it is terminated or expires. It expires `REQUEST_UPLOAD_EXPIRY` after its creation at the latest (and never after its request), however often it is written (`Upload-Expires`); a PATCH still sending then is cut with 410 `upload_expired` and the upload removed. Answers never carry the file\'s id or link; there is no listing and no JSON view.';
   return {
     '/r/{token}': {
@@ -154,7 +156,7 @@ function linkPaths(): Record<string, PathItem> {
           '460': error(`${codes('checksum_mismatch')}.`, {}, false),
         },
       }),
-      delete: link({ operationId: 'terminateRequestUpload', summary: 'Terminate an unfinished upload (its place comes back)', description: tusNote, responses: { '204': { description: 'Terminated.' }, '409': error(`${codes('upload_complete', 'upload_busy')}.`, {}, false) } }),
+      delete: link({ operationId: 'terminateRequestUpload', summary: 'Terminate an unfinished upload (its place comes back)', description: tusNote, responses: { '204': { description: 'Terminated.' }, '403': error(`${crossSite}.`, {}, false), '409': error(`${codes('upload_complete', 'upload_busy')}.`, {}, false) } }),
     },
   };
 }

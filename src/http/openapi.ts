@@ -242,7 +242,7 @@ function publicPaths(): Record<string, PathItem> {
           ? {
               '302': {
                 description:
-                  'Only with `S3_PRESIGNED_DOWNLOADS` on, for a link without `max_downloads` (after its password is checked): the store serves the bytes. `Location` is a presigned GetObject URL, valid `S3_PRESIGN_SECONDS` at most and never past the link\'s expiry, that makes the store answer with the same `Content-Disposition` and `application/octet-stream`. A GET without `Range` counts one download when the URL is handed out; with `Range` (sent again to the store) nothing is counted. HEAD and 304 are never redirected.',
+                  'Only with `S3_PRESIGNED_DOWNLOADS` on, for a GET of the whole file (no `Range`, or one that covers it) through a link with neither `max_downloads` nor a password: the store serves the bytes. `Location` is a presigned GetObject URL, valid `S3_PRESIGN_SECONDS` at most and never past the link\'s expiry, that makes the store answer with the same `Content-Disposition` and `application/octet-stream`; it counts one download when it is handed out. A `Range` of part of the file, a limited link and a password link are served as 206 or 200 by the app; HEAD and 304 are never redirected.',
                 headers: {
                   Location: ref('headers', 'PresignedLocation'),
                   'Cache-Control': ref('headers', 'NoStore'),
@@ -251,6 +251,7 @@ function publicPaths(): Record<string, PathItem> {
             }
           : {}),
         '401': bare(error(`The link has a password: none was sent (${codes('password_required')}) or it is wrong (${codes('wrong_password')}, which counts toward the address's failures).`, { 'WWW-Authenticate': ref('headers', 'BasicChallenge') }, false)),
+        '403': bare(error(`A password link that another site's page embeds (an image, a frame, a video, a fetch: \`Sec-Fetch-Site\` \`cross-site\` or \`same-site\`, not a top-level navigation): ${codes('cross_site_request')}, before the password is read. A link followed from another site (a mail) is served.`, {}, false)),
         '404': bare(error(`Unknown, revoked or deleted link: ${codes('file_not_found')}.`, {}, false)),
         '410': bare(error(`The link, or its file, has expired (${codes('link_expired')}), or its budget of \`max_downloads\` x size bytes has too little left for this response (${codes('link_exhausted')}).`, {}, false)),
         '416': bare(error(`The range is outside the file: ${codes('range_not_satisfiable')}.`, { 'Content-Range': ref('headers', 'Content-Range') }, false)),

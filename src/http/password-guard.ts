@@ -38,8 +38,9 @@ export function passwordGuard({ address: byAddress, link: byLink, metrics }: Pas
       // The address first, and the link only for a guess the address may
       // make: taken together (one round trip), a burst from one address
       // that its own limit refuses still took the link's points until they
-      // were given back, and past the link's limit that set its lock (an
-      // hour), though at most LINK_FAILURE_LIMIT guesses were checked.
+      // were given back, and past the link's limit that set its lock
+      // (LINK_PASSWORD_LOCK), though at most LINK_FAILURE_LIMIT guesses
+      // were checked.
       const addressWait = await byAddress.reserve(address).catch(() => 0);
       if (addressWait > 0) throw tooManyFailures(byAddress, addressWait, metrics);
       const linkWait = await byLink.reserve(linkId).catch(() => 0);

@@ -22,6 +22,7 @@ import type { LiveRequestUploads } from '../requests/live-uploads.js';
 import type { FileRequest, FileRequests } from '../requests/service.js';
 import type { AuthState } from './auth.js';
 import type { BodyRateOptions } from './body-rate.js';
+import { sameOriginWrites } from './cross-site.js';
 import { basicPassword } from './download-route.js';
 import { guardedPasswordCheck, type PasswordGuard } from '../links/download.js';
 import { passwordGuard } from './password-guard.js';
@@ -105,6 +106,8 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
   const router = new Router<RequestLinkState>({ prefix: '/r/:token' });
   const guard = linkGuard(deps);
   const basePath = new URL(publicUrl).pathname.replace(/\/+$/, '');
+  // First, so it runs before every route below (tus's included): no limit, password or byte for another site's page.
+  router.use(sameOriginWrites(publicUrl));
 
   router.get('/', refusalAsPage, guard, async (ctx) => {
     const { fileRequest } = ctx.state;

@@ -2,7 +2,8 @@
 // domain a callback:
 // - authorise (token, password, expiry -> a grant): the link's rules are
 //   checked here, in this order: known (undefined: 404), neither it nor its
-//   file expired (410), password (401), budget (410);
+//   file expired (410), a password link embedded by another site's page
+//   (403), password (401), budget (410);
 // - open (grant, range -> a stream and a settle): a limited link's bytes are
 //   reserved before any body is opened; or hand out (grant -> a presigned
 //   URL of the store), when downloads are offloaded.
@@ -58,6 +59,12 @@ export interface DownloadCredentials {
   password?: string;
   /** Without it, guessing is bounded by nothing but scrypt's queue. */
   guard?: PasswordGuard;
+  /**
+   * The request is another site's page using the browser (an image, a
+   * frame, a fetch; not a link followed from there): its password may be
+   * the one the browser cached, not one its sender knows (issue 50).
+   */
+  embedded?: boolean;
 }
 
 /** Leave to download a file through one link, as checked at one moment: what open() and handOut() take. */
@@ -69,6 +76,8 @@ export interface DownloadGrant {
   readonly maxDownloads?: number;
   /** When the first of the link and its file expires; absent: never. */
   readonly expiresAt?: Date;
+  /** The link has a password: its bytes are only ever sent by us, to a request that carried it. */
+  readonly hasPassword: boolean;
 }
 
 export interface OpenedDownload {
@@ -117,30 +126,40 @@ export class Downloads {
     if (budget !== undefined && link.bytesServed >= budget) throw linkErrors.exhausted(link.maxDownloads!);
     const ends = [link.expiresAt, file.expiresAt ?? undefined].filter((d): d is Date => d !== undefined);
     const expiresAt = ends.length ? new Date(Math.min(...ends.map((d) => d.getTime()))) : undefined;
-    return { file, linkId: link.id, budget, maxDownloads: link.maxDownloads, expiresAt };
+    return { file, linkId: link.id, budget, maxDownloads: link.maxDownloads, expiresAt, hasPassword: link.passwordHash !== undefined };
   }
 
   /**
-   * Whether `grant` is handed to the store rather than served: only with
-   * offload on and a store that presigns, and never for a link with
-   * max_downloads, whose byte budget only a proxied body keeps exact.
+   * Whether `grant` (and `range` of it) is handed to the store rather than
+   * served: only with offload on and a store that presigns, and only for the
+   * whole file (no range, or one that covers it). A presigned URL is a
+   * bearer credential for the whole object, to anyone, until it expires, so
+   * never for what is less than that (issue 50):
+   * - a link with max_downloads: its byte budget only a proxied body keeps exact;
+   * - a link with a password: the URL would work without it;
+   * - part of the file: the URL would give the whole, uncounted. A URL with
+   *   the range signed into it would not do either: a browser's <video>
+   *   sends its later ranges to the URL it was redirected to, and the
+   *   store refuses a range its signature does not name.
    */
-  offloads(grant: DownloadGrant): boolean {
-    return this.offload !== undefined && this.store.presignGet !== undefined && grant.budget === undefined;
+  offloads(grant: DownloadGrant, range?: ByteRange): boolean {
+    if (this.offload === undefined || this.store.presignGet === undefined) return false;
+    if (grant.budget !== undefined || grant.hasPassword) return false;
+    return !range || (range.start === 0 && range.end === grant.file.size - 1);
   }
 
   /**
    * A presigned URL of the file, living S3_PRESIGN_SECONDS at most and never
    * past the link's (or file's) expiry; `disposition` is the header the
    * store is to answer with. A whole download is counted now, when it is
-   * handed out (the store cannot tell us when it ends); a range is not.
+   * handed out (the store cannot tell us when it ends).
    */
-  async handOut(grant: DownloadGrant, { disposition, whole }: { disposition: string; whole: boolean }): Promise<string> {
-    if (!this.offloads(grant)) throw new Error('handOut of a download that is not offloaded');
+  async handOut(grant: DownloadGrant, range: ByteRange | undefined, { disposition }: { disposition: string }): Promise<string> {
+    if (!this.offloads(grant, range)) throw new Error('handOut of a download that is not offloaded');
     const left = grant.expiresAt ? Math.floor((grant.expiresAt.getTime() - this.clock().getTime()) / 1000) : Infinity;
     const seconds = Math.max(1, Math.min(this.offload!.seconds, left));
     const url = await this.store.presignGet!(grant.file.storageKey, { seconds, disposition, contentType: 'application/octet-stream' });
-    if (whole) await this.links.countDownload(grant.linkId, grant.file.id);
+    await this.links.countDownload(grant.linkId, grant.file.id);
     return url;
   }
 
@@ -182,8 +201,10 @@ export class Downloads {
     };
   }
 
-  private async checkPassword(linkId: string, hash: string | undefined, { password, guard }: DownloadCredentials): Promise<void> {
+  private async checkPassword(linkId: string, hash: string | undefined, { password, guard, embedded }: DownloadCredentials): Promise<void> {
     if (!hash) return;
+    // Before the password is read: neither a guess counted nor a prompt asked for over another site's page.
+    if (embedded) throw linkErrors.embedded();
     if (password === undefined) throw linkErrors.passwordRequired();
     if (!(await guardedPasswordCheck(password, hash, linkId, guard))) throw linkErrors.wrongPassword();
   }

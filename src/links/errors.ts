@@ -12,6 +12,9 @@ export const linkErrors = {
     new AppError('password_required', 'This link has a password: send it with HTTP Basic authentication (any user name)', ASK_PASSWORD),
   // Counted before it was checked (http/password-guard.ts), so nothing is counted here.
   wrongPassword: () => new AppError('wrong_password', 'The password for this link is wrong', ASK_PASSWORD),
+  // Another site's page (an image, a frame, a fetch) asked for a password link: the browser may have added the password it cached (issue 50).
+  embedded: () =>
+    new AppError('cross_site_request', 'This link has a password and is not served to another site\'s page; open the link itself'),
   // More guesses than the scrypt queue holds (link-password.ts): nothing was checked, so nothing counts.
   checksBusy: () =>
     new AppError('password_checks_busy', 'Too many link passwords are being checked right now; try again shortly', { 'Retry-After': '1' }),
