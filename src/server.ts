@@ -36,6 +36,7 @@ import type { NoticeCarrier } from './notices/carrier.js';
 import { openNotices } from './notices/open.js';
 import { RequestLimits } from './limits/request-limits.js';
 import { Metrics } from './metrics.js';
+import { buildInfo } from './version.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
 import { openStore } from './storage/open.js';
 import { StoreHealth } from './storage/store-health.js';
@@ -389,7 +390,7 @@ export async function buildServer(config: Config, logger: Logger, options: Serve
       }, config.gcInterval * 1000).unref();
       closers.add('sweep timer', () => clearInterval(sweepTimer));
     }
-    const summary = { database: infra.db.kind, store: config.store, publicUrl: config.publicUrl, rateLimits: await rateLimitsAtStart(config.redisUrl, infra.redis) };
+    const summary = { ...buildInfo(), database: infra.db.kind, store: config.store, publicUrl: config.publicUrl, rateLimits: await rateLimitsAtStart(config.redisUrl, infra.redis) };
     let closing: Promise<void> | undefined;
     return {
       app,
