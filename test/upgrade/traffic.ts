@@ -10,6 +10,8 @@ import { BOUNDARY, multipartBody, multipartType } from '../helpers/multipart.js'
 import { sha256, type Answer, type Fleet, type Instance } from './fleet.js';
 
 const MiB = 1024 * 1024;
+/** Files the workers upload at most (each is downloaded at the end); then they download and delete. */
+const MAX_FILES = 80;
 
 export interface FileFact {
   name: string;
@@ -179,7 +181,7 @@ export class Traffic {
         if (n % 10 === 9) {
           const idle = ledger.live.filter((f) => f.kind === 'plain' && f.busy === 0 && f.id !== undefined);
           if (idle.length > 1) await client.delete(idle[n % idle.length]!);
-        } else if (n % 3 === 0 || ledger.live.length < 3) {
+        } else if ((n % 3 === 0 && ledger.files.length < MAX_FILES) || ledger.live.length < 3) {
           // Small files, and a few that span three 5 MiB parts (every file is downloaded at the end).
           const size = n % 5 === 0 && this.large++ < 4 ? 11 * MiB + (n % 1000) : (n * 7919) % (512 * 1024);
           await client.upload(`plain-${worker}-${n}.bin`, randomBytes(size));
