@@ -34,7 +34,7 @@ import { migrationsAt, repositoryRoot } from '../helpers/releases.js';
 import { ROOMY_PLAN, ROOMY_PLAN_FIELDS } from '../helpers/server.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
-import { Fleet, type Instance, sha256 } from './fleet.js';
+import { Fleet, type Instance, send, sha256 } from './fleet.js';
 import { origin } from './origin.js';
 import { Client, Ledger, openUpload, slowDownload, Traffic, type FileFact } from './traffic.js';
 
@@ -166,12 +166,13 @@ describe('rolling upgrade from the last release, and back (two versions on one d
     const left = randomBytes(10 * MiB + 3);
     const leftPath = await client.tusCreate('tus-left-by-old.bin', left.length, old1);
     expect(client.ledger.expect('tus PATCH 1 of tus-left-by-old.bin', await client.tusPatch(leftPath, left, 0, 5 * MiB, old1), 204)).to.equal(true);
-    await eventually(async () => reading.state.received, (n) => n >= MiB, 20_000);
+    expect(await eventually(async () => reading.state.received, (n) => n >= MiB, 60_000), 'bytes of the download read before the retirement').to.be.at.least(MiB);
 
     const exited = fleet.retire(old1);
     exited.catch(() => {});
     // The drain has begun (the listener no longer accepts) while both are in flight.
-    await eventually(async () => fetch(`${old1.url}/healthz`).then(() => false, () => true), (refused) => refused, 20_000);
+    const refused = await eventually(async () => send(`${old1.url}/healthz`).then(() => false, () => true), (no) => no, 180_000);
+    expect(refused, 'the retired instance stopped accepting').to.equal(true);
     expect(reading.state.received, 'the download is still in flight when the drain begins').to.be.below(big.size);
     reading.release();
     const uploaded = await sending.finish();
