@@ -2,6 +2,15 @@
 # unprivileged `node` user. The build stage and the runtime stage use the same
 # base image (test/compose.test.ts checks they share a Node major).
 
+# The image's labels (org.opencontainers.image.version, .revision). VERSION
+# must be package.json's version, the one place a release writes it: the build
+# stops when they differ (test/compose.test.ts checks the default too).
+# REVISION: the commit, since the build context has no .git:
+#   docker build --build-arg REVISION=$(git rev-parse --short=12 HEAD) .
+# It is also what /metrics and `dropstream --version` report as the commit.
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+
 # ---- build: dependencies, Prisma client, TypeScript -> dist/ ----
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
@@ -32,7 +41,12 @@ COPY src ./src
 COPY web ./web
 # prisma generate (into src/generated) + tsc -p tsconfig.build.json (into dist/,
 # generated client included as dist/generated/prisma) + the web app (dist/web/).
-RUN npm run build
+# Declared here, after the install: a new commit rebuilds from this step only.
+ARG VERSION
+ARG REVISION
+RUN manifest=$(node -p 'require("./package.json").version') \
+    && if [ "$manifest" != "$VERSION" ]; then echo "Dockerfile: ARG VERSION=$VERSION but package.json says $manifest: change the Dockerfile's default" >&2; exit 1; fi \
+    && DROPSTREAM_COMMIT=$REVISION npm run build
 
 # Keep only what the server loads. --omit=optional as well: the Prisma CLI and
 # TypeScript are reachable as optional peers of @prisma/client, so --omit=dev
@@ -48,6 +62,11 @@ RUN mkdir -p node_modules/@koromix && mv node_modules/@koromix /tmp/koffi-binary
 # ---- runtime ----
 FROM node:24-bookworm-slim AS runtime
 WORKDIR /app
+ARG VERSION
+ARG REVISION
+LABEL org.opencontainers.image.title="dropstream" \
+      org.opencontainers.image.version="$VERSION" \
+      org.opencontainers.image.revision="$REVISION"
 
 # MALLOC_*: what bin/dropstream.js sets for `serve` when they are unset (glibc
 # hands freed part buffers and socket reads back to the system at once; docs/performance.md,

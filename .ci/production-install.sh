@@ -77,7 +77,7 @@ mkdir "$work/pack"
 npm pack --pack-destination "$work/pack" >"$work/pack.log" 2>&1 || { cat "$work/pack.log"; echo "npm pack failed"; exit 1; }
 tarball="$(ls "$work"/pack/dropstream-*.tgz)"
 listing="$(tar -tzf "$tarball")"
-for wanted in package/bin/dropstream.js package/dist/cli/index.js package/dist/.build-stamp package/dist/pglite-template/PG_VERSION package/prisma/schema.prisma package/scripts/build.mjs; do
+for wanted in package/bin/dropstream.js package/dist/cli/index.js package/dist/.build-stamp package/dist/pglite-template/PG_VERSION package/prisma/schema.prisma package/scripts/build.mjs package/scripts/build-info.mjs package/dist/build-info.json; do
   grep -qx "$wanted" <<<"$listing" || { echo "the tarball lacks $wanted"; exit 1; }
 done
 if grep -E '^package/(src|test|\.ci|bench|node_modules)/' <<<"$listing" | head -n 3 | grep .; then echo "the tarball ships sources, tests or CI (above)"; exit 1; fi

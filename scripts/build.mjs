@@ -17,6 +17,10 @@
 // A tarball (`npm pack`; package.json's `files`) ships the dist/ that
 // prepack built and no sources: installed from it (`npm install -g
 // ./dropstream-*.tgz`) there is nothing to build, and none of the build tools.
+//
+// dist/build-info.json names the commit the build was made from (what
+// `dropstream --version`, /metrics and the start-up line report:
+// src/version.ts; how it is found: scripts/build-info.mjs).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -24,6 +28,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildCommit } from './build-info.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const stampPath = join(root, 'dist', '.build-stamp');
@@ -31,6 +36,7 @@ const INPUTS = [
   'src',
   'prisma',
   'scripts/build.mjs',
+  'scripts/build-info.mjs',
   'scripts/build-web.mjs',
   'web',
   'scripts/generate.mjs',
@@ -84,6 +90,14 @@ function haveBuildTools() {
   }
 }
 
+/** Writes dist/build-info.json unless it already says this; a read-only dist/ keeps what it has. */
+async function recordCommit() {
+  const path = join(root, 'dist', 'build-info.json');
+  const text = `${JSON.stringify({ commit: buildCommit(root, INPUTS) })}\n`;
+  if ((await readFile(path, 'utf8').catch(() => '')) === text) return;
+  await writeFile(path, text).catch(() => {});
+}
+
 function run(args) {
   const result = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
@@ -95,7 +109,11 @@ const ifNeeded = process.argv.includes('--if-needed');
 if (ifNeeded && !existsSync(join(root, 'src'))) process.exit(0);
 const hash = await sourceHash();
 const stamp = await readFile(stampPath, 'utf8').then((s) => s.trim(), () => undefined);
-if (ifNeeded && stamp === hash) process.exit(0);
+if (ifNeeded && stamp === hash) {
+  // The same sources at another commit (a change to docs or tests only): the build stands for it too.
+  await recordCommit();
+  process.exit(0);
+}
 if (ifNeeded && !haveBuildTools()) {
   process.stderr.write(
     stamp
@@ -110,5 +128,6 @@ const typescript = dirname(createRequire(join(root, 'package.json')).resolve('ty
 run([join(typescript, 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')]);
 run([join(root, 'scripts', 'pglite-template.mjs')]);
 run([join(root, 'scripts', 'build-web.mjs')]);
+await recordCommit();
 await writeFile(stampPath, `${hash}\n`);
 if (ifNeeded) console.log(`dropstream: built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { buildInfo } from './version.js';
 
 /**
  * What /metrics (admin listener) shows, in one registry per server instead
@@ -131,6 +132,15 @@ export class Metrics {
   });
 
   constructor(uploadsInFlight: () => number) {
+    // Prometheus' build-info idiom: always 1, the facts in its labels, so a
+    // query can tell which instances run which version during a rolling upgrade.
+    const { version, commit } = buildInfo();
+    new Gauge({
+      name: 'dropstream_build_info',
+      help: 'Always 1; the version (package.json) and commit (the build\'s, or unknown) this instance runs',
+      labelNames: ['version', 'commit'] as const,
+      registers: [this.registry],
+    }).set({ version, commit }, 1);
     new Gauge({
       name: 'dropstream_uploads_in_flight',
       help: 'Uploads currently streaming on this instance (plain and resumable), the places UPLOAD_CONCURRENCY caps',

@@ -37,6 +37,7 @@ import { openNotices } from './notices/open.js';
 import { RequestLimits } from './limits/request-limits.js';
 import { RequestsInFlight } from './limits/requests-in-flight.js';
 import { Metrics } from './metrics.js';
+import { buildInfo } from './version.js';
 import { ObjectStoreError, type ObjectStore } from './storage/object-store.js';
 import { openStore } from './storage/open.js';
 import { StoreHealth } from './storage/store-health.js';
@@ -456,7 +457,7 @@ export async function buildServer(config: Config, logger: Logger, options: Serve
       if (!state.draining) services.requests.lapseUploads().catch((err: unknown) => logger.warn({ err }, 'giving back what lapsed file request uploads held failed'));
     }, lapseIntervalSeconds(config.requestUploadExpiry) * 1000).unref();
     closers.add('request upload lapse timer', () => clearInterval(lapseTimer));
-    const summary = { database: infra.db.kind, store: config.store, publicUrl: config.publicUrl, rateLimits: await rateLimitsAtStart(config.redisUrl, infra.redis) };
+    const summary = { ...buildInfo(), database: infra.db.kind, store: config.store, publicUrl: config.publicUrl, rateLimits: await rateLimitsAtStart(config.redisUrl, infra.redis) };
     let closing: Promise<void> | undefined;
     return {
       app,

@@ -183,8 +183,9 @@ describe('dropstream CLI: admin commands', () => {
       expect(result.stdout).to.include('dropstream links list <file-id>').and.include('dropstream links create <file-id>').and.include('dropstream links revoke <file-id> <link-id>');
     });
 
-    it("when --version is asked, then it prints package.json's version", async () => {
-      expect((await cli('--version')).stdout).to.equal(`dropstream ${packageVersion}\n`);
+    it("when --version is asked, then it prints package.json's version and the commit dist/ was built from", async () => {
+      const built = await readFile(join(root, 'dist', 'build-info.json'), 'utf8').then((text) => JSON.parse(text).commit as string, () => 'unknown');
+      expect((await cli('--version')).stdout).to.equal(`dropstream ${packageVersion} (commit ${built})\n`);
     });
   });
 

@@ -393,6 +393,16 @@ describe('Dockerfile', () => {
     }
   });
 
+  it("when the image is built, then its version label is package.json's version and its revision the REVISION argument", () => {
+    const text = read('Dockerfile');
+    const version = /^ARG VERSION=(\S+)$/m.exec(text)?.[1];
+    expect(version, "the Dockerfile's ARG VERSION default").to.equal(JSON.parse(read('package.json')).version);
+    const label = runtime.lines.filter(([op]) => op === 'LABEL').map(([, args]) => args).join(' ');
+    expect(label).to.include('org.opencontainers.image.version="$VERSION"').and.include('org.opencontainers.image.revision="$REVISION"');
+    const build = (stages[0]?.lines ?? []).find(([op, args]) => op === 'RUN' && args.includes('npm run build'))?.[1] ?? '';
+    expect(build, 'the build stops when VERSION is not package.json\'s, and records REVISION as the commit').to.include('"$manifest" != "$VERSION"').and.include('DROPSTREAM_COMMIT=$REVISION npm run build');
+  });
+
   it('when the image is built on a host with no registry, then no syntax directive pulls a Dockerfile frontend', () => {
     expect(read('Dockerfile')).to.not.match(/^#\s*syntax\s*=/im);
   });

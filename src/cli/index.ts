@@ -2,9 +2,9 @@
 // (commands/ and the upload, download and loadtest modules hold them). Every
 // command takes --help; a mistake in how one is called is a line saying what
 // was wrong and the command's usage, with exit code 2 (args.ts).
-import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config.js';
 import { StartupError } from '../startup-error.js';
+import { buildInfo } from '../version.js';
 import { CliError } from './cli-error.js';
 import { closest, HelpShown, usageErrorFor, UsageError, type Command } from './args.js';
 import { ADMIN_COMMANDS, runAdmin } from './commands/admin.js';
@@ -20,8 +20,6 @@ async function transferCommands(): Promise<Command[]> {
 
 /** Commands of two words (`accounts create`), by their first. */
 const GROUPS = ['accounts', 'keys', 'plans', 'files', 'links', 'requests'];
-
-const version = () => (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 /** The usage text; loadtest's usage is imported only when this is printed. */
 async function usage(): Promise<string> {
@@ -76,7 +74,8 @@ export async function main(argv: string[]): Promise<boolean> {
     return false;
   }
   if (first === '--version' || first === 'version') {
-    process.stdout.write(`dropstream ${version()}\n`);
+    const { version, commit } = buildInfo();
+    process.stdout.write(`dropstream ${version} (commit ${commit})\n`);
     return false;
   }
   if (first === 'loadtest') {

@@ -267,7 +267,7 @@ function publicPaths(): Record<string, PathItem> {
   const plain = (operationId: string, summary: string, tag: string, responses: Operation['responses']): Operation => ({ operationId, summary, tags: [tag], security: PUBLIC, responses });
   return {
     '/download/{token}': { servers, parameters: [ref('parameters', 'Token')], get: download('get'), head: download('head') },
-    '/healthz': { servers, get: plain('getHealth', 'The process answers', 'operations', { '200': { description: 'Alive.', content: json(object({ status: { const: 'ok' } })) } }) },
+    '/healthz': { servers, get: plain('getHealth', 'The process answers', 'operations', { '200': { description: 'Alive, and the version it runs.', content: json(object({ status: { const: 'ok' }, version: { type: 'string', description: 'package.json\'s version, e.g. 0.1.0' } })) } }) },
     '/readyz': {
       servers,
       get: plain('getReadiness', 'The database, object store and Redis answer', 'operations', {

@@ -172,6 +172,14 @@ describe('Docker image (smoke test against a private engine)', function () {
     if (fixture.work) await rm(fixture.work, { recursive: true, force: true });
   });
 
+  it("when the image is inspected, then its labels and `dropstream --version` name package.json's version and the commit it was built from", async () => {
+    const version = (JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    const revision = process.env.DROPSTREAM_REVISION ?? expect.fail('DROPSTREAM_REVISION is not set: .ci/docker-smoke passes the commit it builds');
+    const labels = JSON.parse(await docker('image', 'inspect', '--format', '{{json .Config.Labels}}', image)) as Record<string, string>;
+    expect(labels).to.include({ 'org.opencontainers.image.version': version, 'org.opencontainers.image.revision': revision });
+    expect(await docker('run', '--rm', image, 'dropstream', '--version')).to.equal(`dropstream ${version} (commit ${revision})`);
+  });
+
   describe('with PostgreSQL and Redis on the host network', () => {
     const d: Deployment = { mode: 'postgresql', name: `ds-smoke-pg-${tag}`, url: '' };
     let db: { url: string; drop(): Promise<void> };

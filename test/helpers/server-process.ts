@@ -23,10 +23,12 @@ export interface ServerProcess {
 export interface ServerProcessOptions {
   /** The process's limit on open file descriptors (`ulimit -n`, soft and hard), for tests of running out of them. */
   openFiles?: number;
+  /** The package to run (its bin/dropstream.js): another build, e.g. a release's (test/helpers/release-build.ts). Default: this checkout. */
+  root?: string;
 }
 
-export async function startServerProcess(env: Record<string, string>, { openFiles }: ServerProcessOptions = {}): Promise<ServerProcess> {
-  const command = [process.execPath, 'bin/dropstream.js', 'serve'];
+export async function startServerProcess(env: Record<string, string>, { openFiles, root }: ServerProcessOptions = {}): Promise<ServerProcess> {
+  const command = [process.execPath, root ? join(root, 'bin', 'dropstream.js') : 'bin/dropstream.js', 'serve'];
   // The shell lowers the limit and then becomes the server (exec): the same pid, so kill() reaches it.
   const [file, ...args] = openFiles === undefined ? command : ['/bin/sh', '-c', `ulimit -n ${openFiles} && exec "$@"`, 'sh', ...command];
   const child = spawn(file!, args, {

@@ -116,7 +116,7 @@ describe('operations: readiness', () => {
   });
 
   it('when every dependency answers, then /readyz is 200 ok and /healthz is 200', async () => {
-    expect((await call(t.url('/healthz'))).body).to.deep.equal({ status: 'ok' });
+    expect((await call(t.url('/healthz'))).body).to.include({ status: 'ok' });
     const res = await call(t.url('/readyz'));
     expect(res.status).to.equal(200);
     expect(res.body).to.deep.equal({ status: 'ok', checks: { database: 'ok', store: 'ok', redis: 'off' } });
