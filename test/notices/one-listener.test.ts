@@ -65,13 +65,13 @@ if (backends.includes('postgresql')) {
     });
 
     if (redisUrl) {
-      it('when Redis is configured, then an instance holds one Redis subscriber connection, subscribed to the three channels, and no LISTEN connection', async () => {
+      it('when Redis is configured, then an instance holds one Redis subscriber connection, subscribed to the four channels (tus releases, ended links, key changes, closed file requests), and no LISTEN connection', async () => {
         const prefix = freshPrefix();
         const url = await build({ REDIS_URL: redisUrl!, REDIS_KEY_PREFIX: prefix });
-        // The subscriber connects in the background (a Redis away at start must not hold the start up): wait for three subscriptions.
+        // The subscriber connects in the background (a Redis away at start must not hold the start up): wait for four subscriptions.
         const subscriptions = (clients: Record<string, string>[]) => clients.reduce((sum, client) => sum + Number(client.sub), 0);
-        const listeners = await eventually(() => redisListeners(prefix), (clients) => subscriptions(clients) >= 3);
-        expect(listeners.map((client) => client.sub)).to.deep.equal(['3']);
+        const listeners = await eventually(() => redisListeners(prefix), (clients) => subscriptions(clients) >= 4);
+        expect(listeners.map((client) => client.sub)).to.deep.equal(['4']);
         expect(await postgresListeners(url)).to.equal(0);
       });
     }
