@@ -76,6 +76,8 @@ echo "rgw-suites: RGW ready after $(( $(date +%s) - started )) s"
 
 export TEST_S3_ENDPOINT="http://127.0.0.1:$RGW_PORT" TEST_S3_ACCESS_KEY_ID=dsaccess TEST_S3_SECRET_ACCESS_KEY=dssecret
 export TEST_S3_STOP="SIG=KILL '$RGW_TOOLS/rgw-restart-gw.sh' stop '$DIR'" TEST_S3_START="'$RGW_TOOLS/rgw-restart-gw.sh' start '$DIR'"
+# Freezing radosgw with its connections open (test/real-s3/late-write.test.ts): it runs what it queued once let go.
+export TEST_S3_PAUSE="kill -STOP \$(cat '$DIR/run/client.rgw.x.pid')" TEST_S3_RESUME="kill -CONT \$(cat '$DIR/run/client.rgw.x.pid')"
 
 # Runs mocha on the given specs; prints its summary; fails unless everything
 # passed, nothing was pending and at least one test ran.
@@ -107,6 +109,9 @@ run_suites s3-suites \
   test/faults/crash.test.ts \
   test/faults/abort-failure.test.ts \
   test/faults/stray-uploads.test.ts \
+  test/faults/late-write.test.ts \
+  test/faults/ended-uploads.test.ts \
+  test/faults/orphan-objects.test.ts \
   test/http/download-count.test.ts \
   test/http/download-offload.test.ts \
   test/http/tus.test.ts \

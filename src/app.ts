@@ -7,7 +7,7 @@ import { badRequest } from './errors.js';
 import type { FileService } from './files/service.js';
 import type { PlainUploads } from './uploads/service.js';
 import type { LinkService } from './links/service.js';
-import type { GcResult } from './http/admin-routes.js';
+import type { GcResult, OrphanCheckResult } from './http/admin-routes.js';
 import type { ResumableUploads } from './tus/uploads.js';
 import type { UploadGate } from './limits/upload-gate.js';
 import type { ConcurrencySlots } from './limits/concurrent-uploads.js';
@@ -147,6 +147,8 @@ export interface AdminAppDeps {
   metrics: Metrics;
   /** One sweep of pending objects and a recount of the file counters (for `dropstream gc`). */
   sweep: (graceSeconds?: number) => Promise<GcResult>;
+  /** What the sweep's walk over the store's objects would remove (for `dropstream gc --check`). */
+  checkOrphans: (graceSeconds?: number) => Promise<OrphanCheckResult>;
   /** CLIENT_IPV6_PREFIX (default 64), for the wrong-token limit per client. */
   clientIpv6Prefix?: number;
   /** BODY_TIMEOUT in milliseconds, for the admin API's JSON bodies. */
@@ -154,10 +156,10 @@ export interface AdminAppDeps {
 }
 
 /** The admin listener: provisioning of accounts, keys and plans. Does not listen. */
-export function createAdminApp({ accounts, plans, logger, adminToken, adminFailures, metrics, sweep, clientIpv6Prefix = 64, bodyTimeoutMs }: AdminAppDeps): Koa {
+export function createAdminApp({ accounts, plans, logger, adminToken, adminFailures, metrics, sweep, checkOrphans, clientIpv6Prefix = 64, bodyTimeoutMs }: AdminAppDeps): Koa {
   const app = new Koa();
   app.on('error', lateErrors(logger));
-  const admin = adminRoutes({ accounts, plans, metrics, sweep });
+  const admin = adminRoutes({ accounts, plans, metrics, sweep, checkOrphans });
   // No proxy stands in front of the admin listener: its peers are its clients.
   app.use(clientAddress({ trust: 'none', hops: 1, ipv6Prefix: clientIpv6Prefix }));
   app.use(requestLog(logger));

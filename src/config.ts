@@ -89,6 +89,7 @@ const schema = z
     STORE_CALL_TIMEOUT: integer(1, 3600).default(10),
     STORE_MIN_RATE: integer(1024, 10 * 1024 * MiB, 'must be bytes per second from 1024').default(512 * 1024),
     STORE_READ_IDLE_TIMEOUT: integer(1, 3600).default(30),
+    STORE_LATE_WRITE_WINDOW: integer(0, 7 * 86_400).default(900),
     UPLOAD_CONCURRENCY: integer(1, 10_000).default(32),
     ACCOUNT_UPLOAD_CONCURRENCY: integer(1, 100_000).default(8),
     UPLOAD_MIN_RATE: integer(0, 1024 * MiB, 'must be bytes per second from 0 (no cut) to 1073741824').default(1024),
@@ -124,6 +125,8 @@ const schema = z
     ACCOUNT_REQUESTS_IN_FLIGHT: integer(1, 1_000_000).default(64),
     GC_GRACE: integer(0, 30 * 86_400).default(3600),
     GC_INTERVAL: integer(0, 86_400).default(600),
+    GC_ORPHAN_OBJECTS: z.enum(['remove', 'report', 'off']).default('remove'),
+    GC_OBJECTS_PER_SWEEP: integer(1, 1_000_000).default(1000),
     RESUMABLE_EXPIRY: integer(1, 30 * 86_400).default(86_400),
     RESUMABLE_TAKEOVER_TIMEOUT: integer(0, 600).default(10),
     AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
@@ -275,6 +278,19 @@ const schema = z
     gcGrace: env.GC_GRACE,
     /** Seconds between sweeps on each instance; 0 turns the schedule off (`dropstream gc` still works). */
     gcInterval: env.GC_INTERVAL,
+    /**
+     * The sweep's walk over the store's objects (files/orphans.ts): what it
+     * does with objects older than GC_GRACE that no file row or pending
+     * record names (remove, report them in the log, or no walk), and how
+     * many objects one sweep lists.
+     */
+    gcOrphans: { mode: env.GC_ORPHAN_OBJECTS, perSweep: env.GC_OBJECTS_PER_SWEEP },
+    /**
+     * Seconds after a store write was cut (no answer: a timeout, a cut
+     * connection) during which the store may still apply it: the upload's
+     * record stays that long and its object is removed again after it.
+     */
+    storeLateWriteWindow: env.STORE_LATE_WRITE_WINDOW,
     /** Seconds an unfinished resumable upload lives after its creation or last write (Upload-Expires). */
     resumableExpiry: env.RESUMABLE_EXPIRY,
     /** Seconds a tus request waits for the request writing to the same upload to stop and let go (newest request wins); 0: 409 at once. */

@@ -218,6 +218,8 @@ interface Services {
   requestUploads: LiveRequestUploads;
   adminToken: string;
   sweep: (graceSeconds?: number) => Promise<Awaited<ReturnType<Sweeper['sweep']>>>;
+  /** `dropstream gc --check`: what the walk over the store's objects would remove, nothing removed. */
+  checkOrphans: (graceSeconds?: number) => ReturnType<Sweeper['check']>;
 }
 
 async function buildServices(config: Config, logger: Logger, { db, store, uploadLifetime, redis }: Infrastructure, tools: Instruments, options: ServerOptions, closers: Closers): Promise<Services> {
@@ -246,7 +248,14 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const live = liveDownloads(logger, db, notices, closers);
   const files = new FileService({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, live });
   const links = new LinkService({ prisma: db.prisma, store, live, offload: config.s3?.presign && { seconds: config.s3.presign.seconds } });
-  const uploads = new PlainUploads({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs });
+  const uploads = new PlainUploads({
+    prisma: db.prisma,
+    store,
+    ledger,
+    onCleanupError: tools.onCleanupError,
+    heartbeatMs: options.uploadHeartbeatMs,
+    lateWriteSeconds: config.storeLateWriteWindow,
+  });
   // tus: the uploads' rows and their locker over the same ledger. A release
   // request (newest tus request wins) reaches the instance holding the lock
   // on the notice carrier; notices arrive only once it has started, below,
@@ -274,12 +283,13 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
     onCleanupError: tools.onCleanupError,
     onDigestRead: () => tools.metrics.resumableDigestReads.inc(),
   });
-  const sweeper = new Sweeper(db.prisma, store, ledger, resumable);
+  const sweeper = newSweeper(config, logger, db, store, ledger, resumable);
   const sweep = async (graceSeconds = config.gcGrace) => {
     const result = await sweeper.sweep(graceSeconds);
-    if (result.expired || result.uploads || result.deletes || result.strays || result.failed) logger.info({ ...result }, 'swept expired files and pending objects');
+    if (result.expired || result.uploads || result.deletes || result.strays || result.orphans || result.failed) logger.info({ ...result }, 'swept expired files and pending objects');
     return result;
   };
+  const checkOrphans = (graceSeconds = config.gcGrace) => sweeper.check(graceSeconds);
   const adminToken = await resolveAdminToken(config.adminToken, config.dataDir);
   const concurrencySlots = new ConcurrencySlots({
     redis,
@@ -300,7 +310,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   });
   relay.start();
   closers.add('webhook relay', () => relay.close());
-  return { accounts, plans, files, uploads, ledger, links, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), requests, requestUploads, adminToken, sweep };
+  return { accounts, plans, files, uploads, ledger, links, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), requests, requestUploads, adminToken, sweep, checkOrphans };
 }
 
 /**
@@ -322,6 +332,26 @@ function warnWithoutSessions(logger: Logger, redis: boolean): void {
     { without: lost },
     'DATABASE_URL goes through a connection pooler that does not keep sessions (it refused or dropped a setting sent at connect), and DATABASE_DIRECT_URL is not set: what needs a session will not work; set DATABASE_DIRECT_URL to PostgreSQL itself (docs/operating.md#connection-poolers)',
   );
+}
+
+/**
+ * The sweep: an ended upload's clean-up is retried after half a sweep
+ * interval, then after twice as long each time, at most four intervals; the
+ * walk over the store's objects reports each sweep's orphans in the log.
+ */
+function newSweeper(config: Config, logger: Logger, db: Database, store: ObjectStore, ledger: UploadLedger, resumable: ResumableUploads): Sweeper {
+  const intervalMs = (config.gcInterval || 60) * 1000;
+  return new Sweeper(db.prisma, store, ledger, resumable, {
+    retryMs: { first: intervalMs / 2, max: 4 * intervalMs },
+    orphans: {
+      ...config.gcOrphans,
+      onFound: (orphans, mode) =>
+        logger.warn(
+          { orphans: orphans.map((o) => ({ key: o.key, size: o.size, modified: o.modified.toISOString() })), mode },
+          mode === 'remove' ? 'removed objects that no file or pending upload names' : 'found objects that no file or pending upload names (GC_ORPHAN_OBJECTS=report: left in place)',
+        ),
+    },
+  });
 }
 
 /**
@@ -418,6 +448,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     adminFailures: failures('admin', config.authFailureLimit),
     metrics: tools.metrics,
     sweep: sweepAndRecount,
+    checkOrphans: services.checkOrphans,
     clientIpv6Prefix: config.clientIpv6Prefix,
     bodyTimeoutMs: config.bodyTimeout * 1000,
   });

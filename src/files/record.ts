@@ -90,3 +90,6 @@ export function newStorageKey(): string {
   const id = randomBytes(16).toString('hex');
   return `${id.slice(0, 2)}/${id}`;
 }
+
+/** A key newStorageKey() could have made: the only keys the sweep's walk over the store may remove (files/orphans.ts). */
+export const isStorageKey = (key: string) => /^([0-9a-f]{2})\/\1[0-9a-f]{30}$/.test(key);

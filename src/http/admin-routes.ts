@@ -6,6 +6,7 @@ import type { PlanService } from '../accounts/plans.js';
 import type { Plan } from '../accounts/types.js';
 import type { AccountService } from '../accounts/service.js';
 import type { SweepResult } from '../files/sweeper.js';
+import type { OrphanCheck } from '../files/orphans.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { Metrics } from '../metrics.js';
 import { AppError, badRequest } from '../errors.js';
@@ -19,10 +20,14 @@ export interface AdminDeps {
   /** Served at /metrics, behind the same token. */
   metrics: Metrics;
   sweep: (graceSeconds?: number) => Promise<GcResult>;
+  checkOrphans: (graceSeconds?: number) => Promise<OrphanCheckResult>;
 }
 
 /** What `dropstream gc` did: the sweep, and the accounts whose file counters were corrected. */
 export type GcResult = SweepResult & { countersFixed: number };
+
+/** What `dropstream gc --check` found. */
+export type OrphanCheckResult = OrphanCheck;
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
@@ -93,7 +98,7 @@ export const presentPlan = (plan: Plan) => ({
 
 /** Provisioning for the CLI and a website's backend, on its own listener. */
 /** Behind requireAdminToken, which the admin app puts in front of everything. */
-export function adminRoutes({ accounts, plans, metrics, sweep }: AdminDeps) {
+export function adminRoutes({ accounts, plans, metrics, sweep, checkOrphans }: AdminDeps) {
   const router = new Router();
 
   // Prometheus format; scrape it with the admin token as a bearer credential.
@@ -103,8 +108,19 @@ export function adminRoutes({ accounts, plans, metrics, sweep }: AdminDeps) {
   });
 
   // One sweep now and a recount of the file counters; `grace_seconds` overrides GC_GRACE (0 after a known crash).
+  // `check`: nothing is removed; the objects the sweep's walk would remove, over the whole store.
   router.post('/admin/gc', async (ctx) => {
-    const body = parse(z.strictObject({ grace_seconds: count.optional() }), ctx.request.body);
+    const body = parse(z.strictObject({ grace_seconds: count.optional(), check: z.boolean().optional() }), ctx.request.body);
+    if (body.check) {
+      const found = await checkOrphans(body.grace_seconds);
+      ctx.body = {
+        success: true,
+        checked: found.checked,
+        orphans_total: found.total,
+        orphans: found.orphans.map((o) => ({ key: o.key, size: o.size, modified_at: formatDate(o.modified) })),
+      };
+      return;
+    }
     const { countersFixed, ...swept } = await sweep(body.grace_seconds);
     ctx.body = { success: true, ...swept, counters_fixed: countersFixed };
   });

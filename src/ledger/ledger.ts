@@ -7,9 +7,12 @@
 //   open     take a daily slot and record the upload (openUpload, open + recordResumable)
 //   reserve  bytes against the storage quota before they are written (storage: admitter, gate, trim)
 //   commit   the record becomes a file row (statements.ts: claimForFileSql, storedFromReservationSql)
-//   settle   a failed upload gives back its slot and reservation (settleFailedUpload)
+//   end      a failed upload gives back its slot, reservation and place; its record
+//            stays until its clean-up is confirmed (endUpload, cleanedUp; forgetUnwritten
+//            when nothing reached the store)
 //   abandon  a removed upload's record goes with both (forgetResumable)
-//   sweep    claim, remove, forget what nobody finished (dueForSweep, claim, letGo, forgetSwept, unclaimed)
+//   sweep    claim, remove, forget what nobody finished (dueForSweep, endedForSweep,
+//            claim, letGo, retryLater, awaitLateWrite, forgetSwept, unclaimed)
 //   repair   recountReservations (`dropstream gc`)
 //
 // A record names an object that may exist without a file row: an upload in
@@ -19,8 +22,8 @@
 // (reserved_bytes).
 //
 // Claims are conditional writes, safe across instances. The statement that
-// drops a record (or settles it: nulls its account) gives back its slot and
-// its reservation in the same statement, so both come back exactly once,
+// drops a record (or ends it: nulls its account and request) gives back its
+// slot and its reservation in the same statement, so both come back once,
 // and a crash can never leave them taken by a record that is gone. A sweep
 // claims a record with a lease (claimed_until) before touching the store,
 // and forgets it only once the store confirmed the removal.
@@ -153,28 +156,58 @@ export class UploadLedger {
     return row?.reason === 'resumable';
   }
 
-  // Settle and abandon.
+  // End (a plain upload that failed) and abandon.
 
   /**
-   * A failed upload whose object and incomplete upload are both gone
-   * (`objectGone`) drops its record; otherwise the record, with its upload
-   * id, stays for the sweeper. Either way its slot and its reservation come
-   * back now, in the statement that drops the record or nulls its account
-   * (that conditional write is the claim on them, so they come back once).
+   * A plain upload that will not become a file (it was refused, failed, or
+   * was cut) ends here, before its clean-up: one statement marks its record
+   * ended and gives back its daily slot, its reservation and its file
+   * request's place (that conditional write is the claim on them, so they
+   * come back once). The record stays, naming the object, until the
+   * clean-up is confirmed (cleanedUp) or, when that failed, until the
+   * sweep's retries succeed (from now on, retry_at); a write that was cut
+   * keeps it until `lateUntil`, when the store can no longer apply that
+   * write. A record ended before is left as it is.
    */
-  async settleFailedUpload(storageKey: string, objectGone: boolean): Promise<void> {
-    if (objectGone) {
-      await forgetWhere(this.prisma, storageKey, Prisma.sql`TRUE`);
-      return;
-    }
+  async endUpload(storageKey: string, { now, lateUntil }: { now: Date; lateUntil?: Date }): Promise<void> {
     await this.prisma.$executeRaw`
       WITH held AS (
         SELECT storage_key, account_id, quota_day, reserved_bytes FROM pending_objects
-        WHERE storage_key = ${storageKey} AND account_id IS NOT NULL FOR UPDATE
-      ), settled AS (
-        UPDATE pending_objects SET account_id = NULL, quota_day = NULL, reserved_bytes = 0
+        WHERE storage_key = ${storageKey} AND reason = 'upload' AND ended_at IS NULL FOR UPDATE
+      ), ended AS (
+        UPDATE pending_objects
+        SET ended_at = ${now}::timestamp(3), retry_at = ${now}::timestamp(3), late_until = ${lateUntil ?? null}::timestamp(3),
+          account_id = NULL, quota_day = NULL, reserved_bytes = 0, request_id = NULL
         FROM held WHERE pending_objects.storage_key = held.storage_key
       ), ${giveBack('held')}
+      SELECT 1`;
+  }
+
+  /**
+   * A plain upload refused before any byte of it reached the store: its
+   * record goes, with its slot, reservation and place, in one statement.
+   */
+  async forgetUnwritten(storageKey: string): Promise<void> {
+    await forgetWhere(this.prisma, storageKey, Prisma.sql`reason = 'upload' AND upload_id IS NULL`);
+  }
+
+  /**
+   * The store confirmed the clean-up of an ended upload (its own, not a
+   * sweep's): the record goes; or, while a cut write of it may still be
+   * applied (late_until ahead), it waits for then, when the sweep removes
+   * the object once more. Left alone while a sweep holds it.
+   */
+  async cleanedUp(storageKey: string, now: Date): Promise<void> {
+    const unclaimed = Prisma.sql`(claimed_until IS NULL OR claimed_until <= ${now}::timestamp(3))`;
+    await this.prisma.$executeRaw`
+      WITH gone AS (
+        DELETE FROM pending_objects
+        WHERE storage_key = ${storageKey} AND ended_at IS NOT NULL AND (late_until IS NULL OR late_until <= ${now}::timestamp(3)) AND ${unclaimed}
+        RETURNING storage_key, account_id, quota_day, reserved_bytes
+      ), ${giveBack('gone')}, waiting AS (
+        UPDATE pending_objects SET retry_at = late_until
+        WHERE storage_key = ${storageKey} AND ended_at IS NOT NULL AND late_until > ${now}::timestamp(3) AND ${unclaimed}
+      )
       SELECT 1`;
   }
 
@@ -198,13 +231,39 @@ export class UploadLedger {
 
   // Sweep (src/files/sweeper.ts).
 
-  /** Records to sweep, oldest first: every deleted file's, and uploads untouched since `cutoff` (tus uploads go when they expire). */
+  /**
+   * Records to sweep, oldest first: every deleted file's, and uploads
+   * untouched since `cutoff` (tus uploads go when they expire, ended ones by
+   * endedForSweep).
+   */
   async dueForSweep(cutoff: Date, limit: number): Promise<PendingRecord[]> {
     return this.prisma.pendingObject.findMany({
-      where: { OR: [{ reason: 'delete' }, { reason: { not: 'resumable' }, touchedAt: { lte: cutoff } }] },
+      where: { OR: [{ reason: 'delete' }, { reason: { not: 'resumable' }, endedAt: null, touchedAt: { lte: cutoff } }] },
       orderBy: { touchedAt: 'asc' },
       take: limit,
     });
+  }
+
+  /** Ended uploads whose clean-up is owed (endUpload), in the order of their next try (retry_at): those due first. */
+  async endedForSweep(limit: number): Promise<PendingRecord[]> {
+    return this.prisma.pendingObject.findMany({ where: { endedAt: { not: null } }, orderBy: { retryAt: 'asc' }, take: limit });
+  }
+
+  /** An ended upload's clean-up failed again: the claim `until` ends now, and its next try is `retryAt`. */
+  async retryLater(storageKey: string, until: Date, retryAt: Date): Promise<void> {
+    await this.prisma.pendingObject.updateMany({
+      where: { storageKey, claimedUntil: until },
+      data: { claimedUntil: null, attempts: { increment: 1 }, retryAt },
+    });
+  }
+
+  /**
+   * A sweep removed what an ended upload's record names, but a cut write of
+   * it may still be applied until late_until: the claim `until` ends, and
+   * the record waits for then (the next removal forgets it).
+   */
+  async awaitLateWrite(row: PendingRecord, until: Date): Promise<void> {
+    await this.prisma.pendingObject.updateMany({ where: { storageKey: row.storageKey, claimedUntil: until }, data: { claimedUntil: null, retryAt: row.lateUntil } });
   }
 
   /**

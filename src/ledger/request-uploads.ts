@@ -5,10 +5,11 @@
 // Apart from ledger.ts: these statements end many records at once, where
 // ledger.ts's end one upload each.
 //
-// Settling a record here is what settleFailedUpload does to one: the record
+// Settling a record here is what ledger.endUpload does to one: the record
 // stays (it names an object the sweep must still remove) but holds nothing
 // more: its account, day and reservation are cleared in the statement that
-// gives the slot and the bytes back, so they come back exactly once.
+// gives the slot and the bytes back, so they come back exactly once (a
+// record with no account holds nothing, whichever statement cleared it).
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import type { Transaction } from './ledger.js';
 

@@ -41,7 +41,8 @@ export const holdsResumableSql = (alias: 'r') =>
 
 // File requests (src/requests/places.ts): a place of a request is held by an
 // upload's record carrying its request_id, so dropping the record (abort,
-// termination, expiry, sweep) gives the place back in the same statement.
+// termination, expiry, sweep), or ending it (ledger.endUpload clears
+// request_id), gives the place back in the same statement.
 
 /** The uploads in flight holding a place of `requestId`, counted (an SQL integer). */
 export const placesInFlightSql = (requestId: string) =>
@@ -77,3 +78,9 @@ export const requestOfRecordSql = (storageKey: string) => Prisma.sql`
 /** A condition on `alias` (a table with storage_key): its upload's record holds a place of `requestId`. */
 export const holdsPlaceSql = (alias: 'r', requestId: string) =>
   Prisma.sql`EXISTS (SELECT 1 FROM pending_objects p WHERE p.storage_key = ${Prisma.raw(alias)}.storage_key AND p.request_id = ${requestId})`;
+
+// The sweep's walk over the store's objects (src/files/orphans.ts): an
+// object no record names (and no file row) is nobody's.
+
+/** A condition: a pending record names the storage key `column` (an upload in progress, one whose clean-up is owed, or a deleted file's object). */
+export const recordNamesSql = (column: Prisma.Sql) => Prisma.sql`EXISTS (SELECT 1 FROM pending_objects p WHERE p.storage_key = ${column})`;

@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, open, opendir, stat, unlink } from 'node:fs/promises';
+import { type FileHandle, open, opendir, readdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   type ByteRange,
   type ObjectInfo,
+  type ObjectPage,
   type ObjectStore,
+  type StoredObject,
   type OpenUpload,
   type PutOptions,
   ObjectNotFoundError,
@@ -167,6 +169,41 @@ export class LocalObjectStore implements ObjectStore {
       }
     }
     if (page.length) yield page;
+  }
+
+  /**
+   * The objects under `root` (never `.tmp`), a fan-out directory at a time
+   * in name order, aged by mtime (the last write before the rename that
+   * published them). Keys are `<dir>/<name>` or a top-level name; deeper
+   * files are not listed (the server writes none). Keys the server writes
+   * (two hex digits, a slash, 32 hex digits) sort here as S3 sorts them.
+   */
+  async listObjects({ after, limit }: { after?: string; limit: number }): Promise<ObjectPage> {
+    const fail = (err: unknown) => {
+      if (missing(err)) return [];
+      throw new ObjectStoreError(`cannot list ${this.root}`, { cause: err });
+    };
+    const top = (await readdir(this.root, { withFileTypes: true }).catch(fail)).filter((e) => e.name !== '.tmp').sort((a, b) => (a.name < b.name ? -1 : 1));
+    const firstDir = after?.split('/')[0];
+    const objects: StoredObject[] = [];
+    for (const entry of top) {
+      if (firstDir !== undefined && entry.name < firstDir) continue;
+      let keys: string[] = [];
+      if (entry.isFile()) keys = [entry.name];
+      else if (entry.isDirectory()) {
+        const inner = await readdir(join(this.root, entry.name), { withFileTypes: true }).catch(fail);
+        keys = inner.filter((e) => e.isFile()).map((e) => `${entry.name}/${e.name}`).sort();
+      }
+      for (const key of keys) {
+        if (after !== undefined && key <= after) continue;
+        // Gone since it was listed (deleted meanwhile): not an object any more.
+        const info = await stat(join(this.root, key)).catch(() => undefined);
+        if (!info) continue;
+        objects.push({ key, owner: key, size: info.size, modified: info.mtime });
+        if (objects.length === limit) return { objects, next: key };
+      }
+    }
+    return { objects };
   }
 
   async abortUpload({ uploadId }: Pick<OpenUpload, 'uploadId'>): Promise<void> {

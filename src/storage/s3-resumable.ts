@@ -39,6 +39,9 @@ export interface S3ResumableContext extends S3Bucket {
 
 const tailKey = (key: string, slot: 0 | 1) => `${key}.tail${slot}`;
 
+/** The upload a key belongs to: a tail's upload (tailKey's inverse), else the key itself. */
+export const uploadOfKey = (key: string) => key.replace(/\.tail[01]$/, '');
+
 function parse(state: ResumableState): S3Resumable {
   const parsed = state as unknown as S3Resumable;
   if (typeof parsed.partSize !== 'number' || !Array.isArray(parsed.etags)) throw new Error('not an S3 resumable state');

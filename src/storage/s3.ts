@@ -1,7 +1,7 @@
 import { pipeline, Readable, Transform } from 'node:stream';
 import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { StartupError } from '../startup-error.js';
-import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectStore, type OpenUpload, type PutOptions } from './object-store.js';
+import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectPage, type ObjectStore, type OpenUpload, type PutOptions } from './object-store.js';
 import { describeS3Error } from './s3-errors.js';
 import { s3Presigner } from './s3-presign.js';
 import { DeadlineHttpHandler } from './s3-handler.js';
@@ -10,7 +10,7 @@ import { ensureUploadExpiry, type UploadExpiry } from './s3-lifecycle.js';
 import { abortParts, deleteObject, isMissing, objectSize, SharedPartBuffers } from './s3-parts.js';
 import { S3_LIMITS, uploadStream } from './s3-upload.js';
 import type { AppendOptions, AppendResult, ResumableState } from './resumable.js';
-import { appendS3Resumable, completeS3Resumable, discardS3Resumable, startS3Resumable, type S3ResumableContext } from './s3-resumable.js';
+import { appendS3Resumable, completeS3Resumable, discardS3Resumable, startS3Resumable, uploadOfKey, type S3ResumableContext } from './s3-resumable.js';
 
 export interface S3StoreOptions {
   /** Endpoint URL, e.g. http://minio:9000; absent for AWS itself. */
@@ -202,6 +202,23 @@ export class S3ObjectStore implements ObjectStore {
       KeyMarker = more ? res.NextKeyMarker : undefined;
       UploadIdMarker = more ? res.NextUploadIdMarker : undefined;
     } while (KeyMarker !== undefined);
+  }
+
+  /**
+   * ListObjectsV2 from after `after` (StartAfter: a key, not the store's
+   * opaque token, so any instance can continue a walk another began). At
+   * most 1,000 a call, as S3 answers.
+   */
+  async listObjects({ after, limit }: { after?: string; limit: number }): Promise<ObjectPage> {
+    const res = await this.client
+      .send(new ListObjectsV2Command({ Bucket: this.bucket, StartAfter: after, MaxKeys: Math.min(limit, 1000) }))
+      .catch((err: unknown) => {
+        throw new ObjectStoreError('listing objects failed', { cause: err });
+      });
+    // A store that does not say when an object was written has it treated as just written: never old enough to remove.
+    const objects = (res.Contents ?? []).map((o) => ({ key: o.Key!, owner: uploadOfKey(o.Key!), size: o.Size ?? 0, modified: o.LastModified ?? new Date() }));
+    const last = objects.at(-1)?.key;
+    return res.IsTruncated && last !== undefined ? { objects, next: last } : { objects };
   }
 
   async get(key: string, range?: ByteRange): Promise<Readable> {

@@ -2,7 +2,7 @@ import { pipeline, type Readable } from 'node:stream';
 import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { UploadLedger } from '../ledger/ledger.js';
-import type { ObjectStore } from '../storage/object-store.js';
+import { ObjectStoreError, type ObjectStore } from '../storage/object-store.js';
 import { ByteCounter } from './byte-counter.js';
 import { fileErrors } from '../files/errors.js';
 import { cleanFilename } from '../files/filename.js';
@@ -28,19 +28,28 @@ const ignore = () => {};
 /** How often a streaming upload tells the sweeper it is alive (PlainUploadsOptions.heartbeatMs overrides it, for tests). */
 export const HEARTBEAT_MS = 60_000;
 
+/** How an Upload ends when it fails (PlainUploadsOptions). */
+export interface UploadEnding {
+  /** Milliseconds during which the store may still apply a write whose call was cut (STORE_LATE_WRITE_WINDOW). */
+  lateWriteMs: number;
+  clock: () => Date;
+}
+
 /**
  * One upload, from its quota slot to its file row. It is recorded as pending
  * before the first byte is written; the object is written next and the file
  * row last, in the same transaction that drops the pending record, so a row
  * never points at a missing object. Every other ending goes through abort(),
- * which removes the object and gives the slot back; a crash leaves the
- * pending record for the sweeper.
+ * which gives the slot (and place, and reserved bytes) back and removes the
+ * object; a crash leaves the pending record for the sweeper.
  */
 export class Upload {
   readonly key = newStorageKey();
   /** The store's handle on the incomplete upload, once it has one. */
   private uploadId?: string;
   private receiving?: Promise<Stored>;
+  /** The store failed under the put (no answer, or a failure): a write may have reached it and be applied later. */
+  private storeFailed = false;
   /** The file's expiry and its primary link's rules, from the upload's options (the password hashed while the body streams). */
   private settings?: Promise<Pick<StoredFile, 'expiresIn' | 'primaryLink'>>;
   private done = false;
@@ -52,6 +61,7 @@ export class Upload {
     private readonly caller: Caller,
     private readonly onCleanupError: (err: unknown) => void,
     private readonly heartbeatMs = HEARTBEAT_MS,
+    private readonly ending: UploadEnding = { lateWriteMs: 0, clock: () => new Date() },
   ) {}
 
   /** Streams the file into the store, counting bytes against the plan's limit; `options` apply to the file once committed. */
@@ -83,6 +93,11 @@ export class Upload {
           return this.ledger.setUploadId(this.key, uploadId);
         },
       });
+    } catch (err) {
+      // The store's own failures (a timeout among them), not the body's: a
+      // request it did not answer may still be applied after our clean-up.
+      if (err instanceof ObjectStoreError) this.storeFailed = true;
+      throw err;
     } finally {
       clearInterval(heartbeat);
     }
@@ -105,17 +120,31 @@ export class Upload {
     this.done = true;
     // A write still in flight could create the object after we delete it.
     await this.receiving?.catch(ignore);
+    // Nothing reached the store (refused before the body): the record goes at once.
+    if (!this.receiving) {
+      await this.ledger.forgetUnwritten(this.key).catch(this.onCleanupError);
+      return;
+    }
+    const now = this.ending.clock();
+    // The upload has ended: its slot, its reserved bytes and its file
+    // request's place come back now, in the statement that marks its record
+    // ended, not once the store answers the clean-up (which, with the store
+    // down, may be a while). A write the store did not answer may still be
+    // applied later: the record then names the object until the window for
+    // that has passed, and the sweep deletes it once more then.
+    const lateUntil = this.storeFailed && this.ending.lateWriteMs > 0 ? new Date(now.getTime() + this.ending.lateWriteMs) : undefined;
+    await this.ledger.endUpload(this.key, { now, lateUntil }).catch(this.onCleanupError);
     // The put has aborted its incomplete upload already, unless the store was
     // unreachable then; ask again, so the record (which holds the upload id)
     // is dropped only once the abort is confirmed, never just the delete.
-    const objectGone = await this.store.discard(this.key, this.uploadId).then(
+    // When this fails, the sweep retries from the record.
+    const removed = await this.store.discard(this.key, this.uploadId).then(
       () => true,
       (err: unknown) => {
         this.onCleanupError(err);
         return false;
       },
     );
-    // Settling gives back the slot and, in the same statement, any bytes reserved against the storage quota.
-    await this.ledger.settleFailedUpload(this.key, objectGone).catch(this.onCleanupError);
+    if (removed) await this.ledger.cleanedUp(this.key, this.ending.clock()).catch(this.onCleanupError);
   }
 }

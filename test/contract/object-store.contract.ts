@@ -158,6 +158,56 @@ export function objectStoreContract(
       });
     });
 
+    describe('listing objects', () => {
+      const put = (key: string, bytes = 3) => store.put(key, Readable.from([randomBytes(bytes)]));
+      const all = async (limit: number) => {
+        const pages: string[][] = [];
+        let after: string | undefined;
+        do {
+          const page = await store.listObjects({ after, limit });
+          pages.push(page.objects.map((o) => o.key));
+          after = page.next;
+        } while (after !== undefined && pages.length < 20);
+        return pages;
+      };
+
+      it('when objects exist, then listObjects gives them in key order, a page of at most `limit` at a time, each continuing after the last', async () => {
+        const keys = ['0a/one', '0a/two', '5f/three', 'e1/four', 'e1/five'];
+        for (const key of keys) await put(key);
+        const pages = await all(2);
+        expect(pages.flat()).to.deep.equal([...keys].sort());
+        for (const page of pages) expect(page.length).to.be.at.most(2);
+        expect(pages.slice(0, -1).every((page) => page.length === 2)).to.equal(true);
+      });
+
+      it('when listing, then each object has its size, its own key as owner and a time around its write', async () => {
+        const before = Date.now() - 5000; // store clocks may differ a little; S3 keeps whole seconds
+        await put('7c/sized', 1234);
+        const { objects, next } = await store.listObjects({ limit: 10 });
+        expect(next).to.equal(undefined);
+        expect(objects.map(({ key, owner, size }) => ({ key, owner, size }))).to.deep.equal([{ key: '7c/sized', owner: '7c/sized', size: 1234 }]);
+        expect(objects[0]!.modified.getTime()).to.be.within(before, Date.now() + 5000);
+      });
+
+      it('when `after` is given, then only keys after it are listed, whether or not it names an object', async () => {
+        for (const key of ['1b/a', '1b/b', '2c/a']) await put(key);
+        expect((await store.listObjects({ after: '1b/a', limit: 10 })).objects.map((o) => o.key)).to.deep.equal(['1b/b', '2c/a']);
+        expect((await store.listObjects({ after: '1b/zz', limit: 10 })).objects.map((o) => o.key)).to.deep.equal(['2c/a']);
+        expect((await store.listObjects({ after: '2c/a', limit: 10 })).objects).to.deep.equal([]);
+      });
+
+      it('when an upload is under way, then it is not an object and is not listed', async () => {
+        const running = await startedPut(store);
+        expect((await store.listObjects({ limit: 10 })).objects).to.deep.equal([]);
+        await running.finish();
+        expect((await store.listObjects({ limit: 10 })).objects.map((o) => o.key)).to.deep.equal([running.key]);
+      });
+
+      it('when the store holds nothing, then the listing is empty and has no next page', async () => {
+        expect(await store.listObjects({ limit: 10 })).to.deep.equal({ objects: [] });
+      });
+    });
+
     it('when two puts to different keys run concurrently, then both round-trip', async () => {
       const [a, b] = [newKey(), newKey()];
       const [bodyA, bodyB] = [randomBody(MiB + 1), randomBody(MiB + 2)];

@@ -86,6 +86,16 @@ describe('S3ObjectStore', () => {
     await Promise.all([first.close(), second.close()]);
   });
 
+  it('when a resumable upload keeps a tail, then listObjects names the upload as the tail\'s owner', async () => {
+    const store = await newStore();
+    const state = await store.startResumable('ab/tailed', { maxSize: 100 * MiB });
+    await store.appendResumable('ab/tailed', state, Readable.from([randomBytes(1000)]), { offset: 0 });
+    const { objects } = await store.listObjects({ limit: 10 });
+    expect(objects.map(({ key, owner }) => ({ key, owner }))).to.deep.equal([{ key: 'ab/tailed.tail0', owner: 'ab/tailed' }]);
+    await store.discardResumable('ab/tailed', state);
+    await store.close();
+  });
+
   it('when a resumable upload is discarded, then its multipart upload is aborted and its tail removed', async () => {
     const store = await newStore();
     const data = randomBytes(6 * MiB);

@@ -59,7 +59,7 @@ describe('crash consistency: local store and PGlite, server killed with SIGKILL'
       encoding: 'utf8',
     });
     expect(cli.status).to.equal(0);
-    expect(JSON.parse(cli.stdout)).to.deep.equal({ expired: 0, uploads: 1, deletes: 0, strays: 0, failed: 0, counters_fixed: 0 });
+    expect(JSON.parse(cli.stdout)).to.deep.equal({ expired: 0, uploads: 1, deletes: 0, strays: 0, orphans: 0, failed: 0, counters_fixed: 0 });
     expect(await tmpFiles()).to.deep.equal([]);
     const stats = await call(`${server.url}/api/v1/stats`, { key });
     expect(stats.body.stats).to.deep.equal({ total_files: 0, total_size: 0, reserved_size: 0 });

@@ -2,7 +2,8 @@
 // MinIO is what operators run; it cannot be installed here.
 //
 // s3rver lacks two calls that MinIO and AWS have and that our store uses:
-// AbortMultipartUpload and ListMultipartUploads. They are added below on top
+// AbortMultipartUpload and ListMultipartUploads (and its paging of
+// ListObjectsV2 fails on Node 17 and later: see below). They are added below on top
 // of s3rver's own on-disk layout (an upload is a folder of parts under
 // <bucket>/._S3rver_uploads/<uploadId>, with the object key in a `key` file),
 // so aborts really remove parts and "open uploads" reflects what s3rver holds.
@@ -79,6 +80,17 @@ function multipartExtensions(directory: string) {
           .join('') +
         '</ListMultipartUploadsResult>';
       return;
+    }
+    // s3rver makes ListObjectsV2's continuation token with DES, which
+    // OpenSSL 3 (Node 17 and later) does not have: every truncated V2
+    // listing answers 500. The store pages by StartAfter with MaxKeys and
+    // never sends a token, so such a listing is answered as a V1 listing
+    // from the same key (same Contents and IsTruncated, which is all the
+    // store reads; V1 has no KeyCount, which listings without MaxKeys keep).
+    const paged = 'max-keys' in ctx.query || 'start-after' in ctx.query;
+    if (bucket && !key && ctx.method === 'GET' && ctx.query['list-type'] === '2' && paged && !('continuation-token' in ctx.query)) {
+      const { 'list-type': _type, 'start-after': startAfter, 'fetch-owner': _owner, ...rest } = ctx.query;
+      ctx.query = { ...rest, ...(startAfter ? { marker: startAfter } : {}) };
     }
     await next();
   };

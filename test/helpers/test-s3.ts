@@ -6,6 +6,9 @@
 //   TEST_S3_REGION             us-east-1 unless set
 //   TEST_S3_STOP, TEST_S3_START  shell commands that stop and start the store,
 //                              for the fault tests (they fail without them)
+//   TEST_S3_PAUSE, TEST_S3_RESUME  shell commands that freeze the store with
+//                              its connections open (SIGSTOP) and let it go on
+//                              (SIGCONT), for test/real-s3's late writes
 //
 // A real store keeps its data between runs, so every bucket a test uses comes
 // from bucket(): a name of this run's own, emptied (objects and open
@@ -40,6 +43,10 @@ export interface TestS3 {
   stop(): Promise<void>;
   /** Answers again, with the same data. */
   start(): Promise<void>;
+  /** Freezes the store with its connections open: requests queue, unanswered (TEST_S3_PAUSE; a real store only). */
+  pause(): Promise<void>;
+  /** Lets a paused store go on: it runs what it queued. */
+  resume(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -65,22 +72,27 @@ export async function startTestS3(): Promise<TestS3> {
     credentials: { accessKeyId, secretAccessKey },
     stop: async () => run('TEST_S3_STOP'),
     start: async () => run('TEST_S3_START'),
+    pause: async () => run('TEST_S3_PAUSE'),
+    resume: async () => run('TEST_S3_RESUME'),
     close: async () => {},
   });
 }
 
 async function fromS3rver(): Promise<TestS3> {
   const s3 = await startS3rver();
-  return fixture({ kind: 's3rver', endpoint: s3.endpoint, region: 'us-east-1', credentials: S3_CREDENTIALS, stop: s3.stop, start: s3.start, close: s3.close });
+  const paused = async () => {
+    throw new Error('s3rver cannot be paused: test/real-s3 runs on a real store (TEST_S3_PAUSE)');
+  };
+  return fixture({ kind: 's3rver', endpoint: s3.endpoint, region: 'us-east-1', credentials: S3_CREDENTIALS, stop: s3.stop, start: s3.start, pause: paused, resume: paused, close: s3.close });
 }
 
-function run(variable: 'TEST_S3_STOP' | 'TEST_S3_START'): void {
+function run(variable: 'TEST_S3_STOP' | 'TEST_S3_START' | 'TEST_S3_PAUSE' | 'TEST_S3_RESUME'): void {
   const command = process.env[variable];
   if (!command) throw new Error(`${variable} is not set: this test stops and starts the store at TEST_S3_ENDPOINT`);
   execSync(command, { stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 });
 }
 
-type Base = Pick<TestS3, 'kind' | 'endpoint' | 'region' | 'credentials' | 'stop' | 'start' | 'close'>;
+type Base = Pick<TestS3, 'kind' | 'endpoint' | 'region' | 'credentials' | 'stop' | 'start' | 'pause' | 'resume' | 'close'>;
 
 function fixture(base: Base): TestS3 {
   const run = randomBytes(4).toString('hex');

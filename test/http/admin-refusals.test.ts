@@ -80,6 +80,7 @@ for (const backend of backends) {
       ['a fractional grace', { grace_seconds: 1.5 }, /^grace_seconds: /],
       ['a grace past 2^31-1', { grace_seconds: 2 ** 31 }, /^grace_seconds: /],
       ['an unknown field', { grace: 0 }, /grace/],
+      ['a check that is not true or false', { check: 'yes' }, /^check: /],
       ['an array', [], /^body: /],
     ] as const) {
       it(`when POST /admin/gc has ${what}, then 400 invalid_request naming it`, async () => {

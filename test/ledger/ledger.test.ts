@@ -152,14 +152,16 @@ for (const backend of backends) {
         return key;
       }
 
-      it('when a failed upload settles (its object left for the sweep, or gone), then its reservation goes back in the same statement, once', async () => {
+      it('when a failed upload ends (its object left for the sweep, or gone), then its reservation goes back in the statement that marks it, once', async () => {
         const other = await reservingUpload(7); // another upload in flight: its share stays
         const left = await reservingUpload(1000);
         const gone = await reservingUpload(500);
         expect(await reserved()).to.deep.equal({ account: 1507, records: 1507 });
-        await Promise.all([ledger.settleFailedUpload(left, false), ledger.settleFailedUpload(left, true)]);
-        await ledger.settleFailedUpload(gone, true);
-        await ledger.settleFailedUpload(gone, false);
+        await Promise.all([ledger.endUpload(left, { now: new Date() }), ledger.endUpload(left, { now: new Date() })]);
+        await ledger.endUpload(gone, { now: new Date() });
+        await ledger.cleanedUp(gone, new Date());
+        expect(await record(gone)).to.equal(null);
+        await ledger.endUpload(gone, { now: new Date() });
         expect(await reserved()).to.deep.equal({ account: 7, records: 7 });
         expect(await record(other)).to.deep.include({ reservedBytes: 7n });
       });
@@ -194,23 +196,37 @@ for (const backend of backends) {
     });
 
     describe('slots', () => {
-      it('when a failed upload settles twice, or settles and races another settle, then its slot comes back once', async () => {
+      it('when a failed upload ends twice, or ends and races another end, then its slot comes back once', async () => {
         await quota.take(accountId, LIMIT); // a slot of another upload, so a second release would show
         const key = await recordedUpload();
         expect(await slots()).to.equal(2);
-        await Promise.all([ledger.settleFailedUpload(key, false), ledger.settleFailedUpload(key, false)]);
+        await Promise.all([ledger.endUpload(key, { now: new Date() }), ledger.endUpload(key, { now: new Date() })]);
         expect(await slots()).to.equal(1);
         expect(await record(key), 'the object may be left: the record stays for the sweep').to.deep.include({ accountId: null, quotaDay: null });
-        await ledger.settleFailedUpload(key, true);
+        expect((await record(key))?.endedAt).to.be.instanceOf(Date);
+        await ledger.cleanedUp(key, new Date());
         expect(await slots()).to.equal(1);
         expect(await record(key)).to.equal(null);
+      });
+
+      it('when a write of a failed upload was cut, then its record gives back its slot and stays, after its clean-up, until the late-write window has passed', async () => {
+        const key = await recordedUpload();
+        const now = new Date();
+        const lateUntil = new Date(now.getTime() + 60_000);
+        await ledger.endUpload(key, { now, lateUntil });
+        expect(await slots()).to.equal(0);
+        await ledger.cleanedUp(key, new Date());
+        expect(await record(key), 'the store may still apply the write').to.deep.include({ lateUntil, retryAt: lateUntil });
+        await ledger.cleanedUp(key, lateUntil);
+        expect(await record(key)).to.equal(null);
+        expect(await slots()).to.equal(0);
       });
 
       it('when an upload settled its slot and then the sweep removes its object, then the slot is not given back again', async () => {
         await quota.take(accountId, LIMIT);
         const key = await recordedUpload();
         await store.put(key, Readable.from([Buffer.from('left')]));
-        await ledger.settleFailedUpload(key, false); // the store was down for its discard
+        await ledger.endUpload(key, { now: new Date() }); // the store was down for its discard
         expect(await slots()).to.equal(1);
         expect(await sweep()).to.deep.include({ failed: 0 });
         expect(await store.head(key)).to.equal(undefined);
@@ -225,7 +241,7 @@ for (const backend of backends) {
         const sweeper = new Sweeper(prisma, store, ledger, undefined, {
           // Between the sweep's claim and its forgetting: the upload's own abort gives the slot back.
           onStep: async (step, at) => {
-            if (step === 'claimed' && at === key) await ledger.settleFailedUpload(key, false);
+            if (step === 'claimed' && at === key) await ledger.endUpload(key, { now: new Date() });
           },
         });
         await sweeper.sweep(0);
@@ -237,7 +253,7 @@ for (const backend of backends) {
       it('when the sweep forgets an upload\'s record, then its slot comes back in that statement, and only while the record held it', async () => {
         const key = await recordedUpload();
         const settled = await recordedUpload();
-        await ledger.settleFailedUpload(settled, false); // its slot is back already; the record stays for the sweep
+        await ledger.endUpload(settled, { now: new Date() }); // its slot is back already; the record stays for the sweep
         expect(await slots()).to.equal(1);
         const until = new Date(Date.now() + 60_000);
         for (const k of [key, settled]) expect(await ledger.claim((await record(k))!, new Date(), until)).to.equal(true);
@@ -373,15 +389,16 @@ for (const backend of backends) {
 
     // The steps of a failed upload's clean-up (Upload.abort).
     describe('a failed upload stopped during its clean-up, then swept', () => {
-      const steps = ['discarded', 'settled'] as const;
+      const steps = ['ended', 'discarded', 'forgotten'] as const;
       for (let done = 0; done <= steps.length; done++) {
         const last = done === 0 ? 'before it began' : `after "${steps[done - 1]}"`;
         it(`when the clean-up stops ${last}, then the sweep leaves no bytes and the slot comes back once`, async () => {
           await quota.take(accountId, LIMIT);
           const key = await recordedUpload();
           await store.put(key, Readable.from([Buffer.from('failed upload')]));
-          if (done >= 1) await store.discard(key);
-          if (done >= 2) await ledger.settleFailedUpload(key, true);
+          if (done >= 1) await ledger.endUpload(key, { now: new Date() });
+          if (done >= 2) await store.discard(key);
+          if (done >= 3) await ledger.cleanedUp(key, new Date());
           await sweep();
           expect(await store.head(key)).to.equal(undefined);
           expect(await record(key)).to.equal(null);

@@ -32,9 +32,10 @@ export const ADMIN_COMMANDS: Command[] = [
   },
   {
     name: 'gc',
-    usage: 'gc [--grace SECONDS]',
-    summary: 'Removes what crashed or failed uploads and deletes left behind, and recounts file counters; --grace overrides GC_GRACE (0 after a known crash).',
-    options: { grace: str },
+    usage: 'gc [--grace SECONDS] [--check]',
+    summary:
+      'Removes what crashed or failed uploads and deletes left behind, and recounts file counters; --grace overrides GC_GRACE (0 after a known crash). --check removes nothing: it lists the objects in the store that no file or pending upload names and that the sweep would remove.',
+    options: { grace: str, check: { type: 'boolean' } },
   },
 ];
 
@@ -76,8 +77,10 @@ export async function runAdmin(command: Command, args: string[]): Promise<void> 
     }
     case 'gc': {
       const seconds = grace();
-      const res = await request('POST', '/admin/gc', seconds === undefined ? {} : { grace_seconds: seconds }, GC_TIMEOUT_MS);
-      return print({ expired: res.expired, uploads: res.uploads, deletes: res.deletes, strays: res.strays, failed: res.failed, counters_fixed: res.counters_fixed });
+      const body = { ...(seconds === undefined ? {} : { grace_seconds: seconds }), ...(values.check === true ? { check: true } : {}) };
+      const res = await request('POST', '/admin/gc', body, GC_TIMEOUT_MS);
+      if (values.check === true) return print({ checked: res.checked, orphans_total: res.orphans_total, orphans: res.orphans });
+      return print({ expired: res.expired, uploads: res.uploads, deletes: res.deletes, strays: res.strays, orphans: res.orphans, failed: res.failed, counters_fixed: res.counters_fixed });
     }
     case 'plans list':
       return print((await request('GET', '/admin/plans')).plans);
