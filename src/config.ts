@@ -139,6 +139,9 @@ const schema = z
     WEBHOOK_MAX_BACKOFF: integer(1, 86_400).default(300),
     WEBHOOK_RETRY_HOURS: integer(1, 30 * 24).default(72),
     WEBHOOK_ALLOW_PRIVATE: flag.default(false),
+    WEBHOOK_CONCURRENCY: integer(1, 10_000).default(16),
+    WEBHOOK_ACCOUNT_CONCURRENCY: integer(1, 10_000).optional(),
+    WEBHOOK_PENDING_DOWNLOADS: integer(1, 1_000_000).default(1000),
   })
   .superRefine((env, ctx) => {
     if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
@@ -189,6 +192,9 @@ const schema = z
         path: ['RESUMABLE_EXPIRY'],
         message: `is longer than S3_ABORT_INCOMPLETE_DAYS (${env.S3_ABORT_INCOMPLETE_DAYS} days, ${env.S3_ABORT_INCOMPLETE_DAYS * 86_400} s), after which the bucket aborts a resumable upload's parts; lower it or raise S3_ABORT_INCOMPLETE_DAYS`,
       });
+    }
+    if (env.WEBHOOK_ACCOUNT_CONCURRENCY !== undefined && env.WEBHOOK_ACCOUNT_CONCURRENCY > env.WEBHOOK_CONCURRENCY) {
+      ctx.addIssue({ code: 'custom', path: ['WEBHOOK_ACCOUNT_CONCURRENCY'], message: 'must not be more than WEBHOOK_CONCURRENCY' });
     }
     if (!env.S3_ACCESS_KEY_ID !== !env.S3_SECRET_ACCESS_KEY) {
       ctx.addIssue({ code: 'custom', path: ['S3_SECRET_ACCESS_KEY'], message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together' });
@@ -308,8 +314,21 @@ const schema = z
      * password, right or wrong, for LINK_PASSWORD_LOCK seconds.
      */
     linkPasswordLimit: { failures: env.LINK_PASSWORD_FAILURE_LIMIT, windowSeconds: env.LINK_PASSWORD_LOCK, lockSeconds: env.LINK_PASSWORD_LOCK },
-    /** Webhook deliveries (src/webhooks/relay.ts): the longest wait between tries, how long an event is tried, and whether private addresses may receive. */
-    webhooks: { maxBackoffSeconds: env.WEBHOOK_MAX_BACKOFF, retryHours: env.WEBHOOK_RETRY_HOURS, allowPrivate: env.WEBHOOK_ALLOW_PRIVATE },
+    /**
+     * Webhook deliveries (src/webhooks/relay.ts): the longest wait between
+     * tries, how long an event is tried, whether private addresses may
+     * receive; sends in flight per instance and one account's share of them
+     * (half, rounded up, unless set); undelivered file.downloaded messages one
+     * webhook may hold (src/webhooks/events.ts).
+     */
+    webhooks: {
+      maxBackoffSeconds: env.WEBHOOK_MAX_BACKOFF,
+      retryHours: env.WEBHOOK_RETRY_HOURS,
+      allowPrivate: env.WEBHOOK_ALLOW_PRIVATE,
+      concurrency: env.WEBHOOK_CONCURRENCY,
+      accountConcurrency: env.WEBHOOK_ACCOUNT_CONCURRENCY ?? Math.ceil(env.WEBHOOK_CONCURRENCY / 2),
+      pendingDownloads: env.WEBHOOK_PENDING_DOWNLOADS,
+    },
     /** Where objects go: DATA_DIR/objects, or S3 (STORE, or S3_BUCKET when STORE is unset). */
     store: env.STORE ?? (env.S3_BUCKET ? 's3' : 'local'),
     /** The S3 settings, present when the store is S3. */

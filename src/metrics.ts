@@ -57,6 +57,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookEventsDropped = new Counter({
+    name: 'dropstream_webhook_events_dropped_total',
+    help: 'Webhook messages not written because their webhook held WEBHOOK_PENDING_DOWNLOADS undelivered ones, by type (file.downloaded only)',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+
   readonly storeErrors = new Counter({
     name: 'dropstream_store_errors_total',
     help: 'Object store failures seen by requests or clean-up',

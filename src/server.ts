@@ -134,8 +134,8 @@ export interface ServerOptions {
   uploadHeartbeatMs?: number;
   /** How long an API key's caller is cached without a change notice (a second by default). */
   callerCacheMs?: number;
-  /** The webhook relay's timers (src/webhooks/relay.ts: timeout, poll, first backoff, retry window). */
-  webhooks?: Partial<Pick<RelayOptions, 'timeoutMs' | 'pollMs' | 'baseBackoffMs' | 'retryWindowMs'>>;
+  /** The webhook relay's timers (src/webhooks/relay.ts: timeout, poll, first backoff, retry window) and its timeouts before a webhook rests. */
+  webhooks?: Partial<Pick<RelayOptions, 'timeoutMs' | 'pollMs' | 'baseBackoffMs' | 'retryWindowMs' | 'endpointTimeouts'>>;
 }
 
 /** Objects without resources of their own that every step reports to. */
@@ -247,7 +247,16 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const ledger = new UploadLedger(db.prisma);
   const live = liveDownloads(logger, db, notices, closers);
   const files = new FileService({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, live });
-  const links = new LinkService({ prisma: db.prisma, store, live, offload: config.s3?.presign && { seconds: config.s3.presign.seconds } });
+  const links = new LinkService({
+    prisma: db.prisma,
+    store,
+    live,
+    offload: config.s3?.presign && { seconds: config.s3.presign.seconds },
+    downloadEvents: {
+      pending: config.webhooks.pendingDownloads,
+      onDropped: (count) => tools.metrics.webhookEventsDropped.inc({ type: 'file.downloaded' }, count),
+    },
+  });
   const uploads = new PlainUploads({
     prisma: db.prisma,
     store,
@@ -305,6 +314,8 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
     allowPrivate: config.webhooks.allowPrivate,
     maxBackoffMs: config.webhooks.maxBackoffSeconds * 1000,
     retryWindowMs: config.webhooks.retryHours * 3600 * 1000,
+    concurrency: config.webhooks.concurrency,
+    accountConcurrency: config.webhooks.accountConcurrency,
     onOutcome: (outcome) => tools.metrics.webhookDeliveries.inc({ outcome }),
     ...options.webhooks,
   });

@@ -155,6 +155,14 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ S3_BUCKET: 'uploads', S3_ABORT_INCOMPLETE_DAYS: 'week' })).to.throw(ConfigError, /S3_ABORT_INCOMPLETE_DAYS/);
   });
 
+  it("when WEBHOOK_ACCOUNT_CONCURRENCY is unset, then an account's share is half of WEBHOOK_CONCURRENCY; more than it is refused", () => {
+    const webhooks = (env: Record<string, string>) => loadConfig(env).webhooks;
+    expect(webhooks({})).to.include({ concurrency: 16, accountConcurrency: 8, pendingDownloads: 1000 });
+    expect(webhooks({ WEBHOOK_CONCURRENCY: '5' })).to.include({ concurrency: 5, accountConcurrency: 3 });
+    expect(webhooks({ WEBHOOK_CONCURRENCY: '5', WEBHOOK_ACCOUNT_CONCURRENCY: '5' })).to.include({ accountConcurrency: 5 });
+    expect(configError({ WEBHOOK_ACCOUNT_CONCURRENCY: '17' }).message).to.match(/WEBHOOK_ACCOUNT_CONCURRENCY.*WEBHOOK_CONCURRENCY/);
+  });
+
   it('when RESUMABLE_EXPIRY is longer than the S3 lifecycle rule that aborts incomplete uploads, then a ConfigError names both', () => {
     const expiry = (env: Record<string, string>) => loadConfig(env).resumableExpiry;
     expect(expiry({})).to.equal(86_400);

@@ -15,6 +15,7 @@ const webhookFields = {
   created_at: DATE,
   disabled: { type: 'boolean', description: 'True once deliveries failed for WEBHOOK_RETRY_HOURS: nothing more is sent.' },
   disabled_at: optionalDate('When it was disabled; null while enabled.'),
+  paused_until: optionalDate('While its sends time out again and again: nothing is sent to it before this time, then one message at a time until it answers. Null otherwise.'),
 };
 
 const secret: Schema = { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+=*$', description: 'The signing secret (Standard Webhooks), shown in this answer only.' };

@@ -42,6 +42,7 @@ const presentWebhook = (endpoint: WebhookEndpoint) => ({
   created_at: formatDate(endpoint.createdAt),
   disabled: endpoint.disabledAt !== null,
   disabled_at: formatOptionalDate(endpoint.disabledAt),
+  paused_until: formatOptionalDate(endpoint.pausedUntil),
 });
 
 const presentDelivery = (delivery: Delivery) => ({

@@ -10,7 +10,7 @@
 // UPDATE, which PostgreSQL serialises on the row, so budgets hold across
 // concurrent requests and instances.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { fileEventSql, linkExhaustedSql } from '../webhooks/events.js';
+import { DEFAULT_DOWNLOAD_EVENT_LIMITS, fileDownloadedSql, linkExhaustedSql, type DownloadEventLimits } from '../webhooks/events.js';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 
 /**
@@ -140,7 +140,11 @@ const LINK_COLUMNS = Prisma.sql`l.id, l.file_id, l.token, l.token = f.link_token
   l.max_downloads, l.password_hash, l.download_count, l.bytes_served, l.created_at`;
 
 export class FileLinks {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    /** WEBHOOK_PENDING_DOWNLOADS: the bound on a webhook's undelivered file.downloaded messages (src/webhooks/events.ts). */
+    private readonly downloadEvents: DownloadEventLimits = DEFAULT_DOWNLOAD_EVENT_LIMITS,
+  ) {}
 
   /** The link of `token` and its file, in one statement; undefined for no such link. */
   async resolve(token: string): Promise<ResolvedLink | undefined> {
@@ -245,17 +249,20 @@ export class FileLinks {
    * takes them in (the file, then its links by cascade): the other order
    * deadlocked against a DELETE sent the moment the download ended
    * (PostgreSQL 40P01, the DELETE answered 500). A file deleted first is
-   * counted nowhere.
+   * counted nowhere. A webhook at its bound of undelivered file.downloaded
+   * messages gets none for this download (events.ts); those are counted.
    */
   async countDownload(linkId: string, fileId: number): Promise<void> {
     const now = new Date();
-    await this.prisma.$queryRaw`
+    const rows = await this.prisma.$queryRaw<{ dropped: number }[]>`
       WITH file AS (SELECT id FROM files WHERE id = ${fileId} FOR UPDATE),
       link AS (UPDATE links SET download_count = download_count + 1 WHERE id = ${linkId} AND EXISTS (SELECT 1 FROM file) RETURNING *),
       counted AS (UPDATE files SET download_count = download_count + 1 WHERE id = ${fileId} AND EXISTS (SELECT 1 FROM link) RETURNING *),
-      downloaded AS (${fileEventSql('file.downloaded', 'counted', now)}),
+      ${fileDownloadedSql('counted', now, this.downloadEvents)},
       exhausted AS (${linkExhaustedSql('link', 'counted', now)})
-      SELECT 1 AS counted`;
+      SELECT (SELECT count(*) FROM dropped_downloads)::integer AS dropped`;
+    const dropped = rows[0]?.dropped ?? 0;
+    if (dropped > 0) this.downloadEvents.onDropped?.(dropped);
   }
 }
 

@@ -3,6 +3,7 @@
 // composition root.
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
+import type { DownloadEventLimits } from '../webhooks/events.js';
 import { Downloads, type OffloadOptions } from './download.js';
 import { linkErrors } from './errors.js';
 import { FileLinks, type LinkRecord, type LinkRules, type Revocation } from './links.js';
@@ -15,6 +16,8 @@ export interface LinkServiceOptions {
   live?: LiveDownloads;
   /** S3_PRESIGNED_DOWNLOADS: unlimited links' downloads handed to the store. */
   offload?: OffloadOptions;
+  /** WEBHOOK_PENDING_DOWNLOADS, and the count of file.downloaded messages dropped at it. */
+  downloadEvents?: DownloadEventLimits;
 }
 
 const LINK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -26,7 +29,7 @@ export class LinkService {
   readonly downloads: Downloads;
 
   constructor(private readonly options: LinkServiceOptions) {
-    this.links = new FileLinks(options.prisma);
+    this.links = new FileLinks(options.prisma, options.downloadEvents);
     this.downloads = new Downloads(this.links, options.store, undefined, options.live, options.offload);
   }
 

@@ -22,6 +22,8 @@ export interface WebhookEndpoint {
   events: EventType[];
   createdAt: Date;
   disabledAt: Date | null;
+  /** While it rests after sends that timed out again and again (relay.ts); null otherwise. */
+  pausedUntil: Date | null;
 }
 
 export interface Delivery {
@@ -35,7 +37,7 @@ export interface Delivery {
   createdAt: Date;
 }
 
-const SHOWN = { id: true, url: true, events: true, createdAt: true, disabledAt: true } as const;
+const SHOWN = { id: true, url: true, events: true, createdAt: true, disabledAt: true, pausedUntil: true } as const;
 
 const newEndpointId = () => `wh_${randomBytes(12).toString('base64url')}`;
 

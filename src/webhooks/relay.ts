@@ -8,10 +8,18 @@
 // A claim moves next_attempt_at past the send's deadline (a lease), so a
 // message is never sent by two instances at once, and one whose instance
 // died is sent again once the lease ends: at least once.
+//
+// Tenants share the relay (issue 50): accounts take turns for its slots
+// (turns.ts), one account holds at most accountConcurrency of them, and a
+// webhook whose sends time out endpointTimeouts times in a row rests (nothing
+// is sent to it before paused_until, doubling with each further timeout),
+// then gets one send at a time until it answers (rests.ts).
 import type { Logger } from 'pino';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
-import { createAgents, send, type Agents } from './send.js';
+import { createAgents, send, type Agents, type SendResult } from './send.js';
 import { signatureHeader } from './signature.js';
+import { answeredSql, timedOutSql } from './rests.js';
+import { lookSql, takeTurns, type Candidate } from './turns.js';
 
 export interface RelayOptions {
   prisma: PrismaClient;
@@ -32,6 +40,10 @@ export interface RelayOptions {
   concurrency?: number;
   /** Sends in flight on this instance to one endpoint. */
   perEndpoint?: number;
+  /** WEBHOOK_ACCOUNT_CONCURRENCY: sends in flight on this instance for one account (half of concurrency). */
+  accountConcurrency?: number;
+  /** Sends in a row that time out before the webhook rests (3). */
+  endpointTimeouts?: number;
   /** Told how each try ended (the composition root counts them in /metrics). */
   onOutcome?: (outcome: 'delivered' | 'failed' | 'given_up') => void;
   /** How long a settled message (delivered or given up) is kept for GET .../deliveries (30 days). */
@@ -47,13 +59,11 @@ export const RELAY_DEFAULTS = {
   pollMs: 1000,
   concurrency: 16,
   perEndpoint: 4,
+  endpointTimeouts: 3,
   onOutcome: () => {},
   keepMs: 30 * 86_400_000,
   pruneEveryMs: 3_600_000,
 };
-
-/** Due messages read per look (at most perEndpoint of each endpoint). */
-const CANDIDATES = 100;
 
 /** How long past the send's deadline a claim holds (the settle's own round trip, a slow database). */
 const LEASE_MARGIN_MS = 30_000;
@@ -61,6 +71,9 @@ const LEASE_MARGIN_MS = 30_000;
 interface Claimed {
   id: string;
   endpoint_id: string;
+  account_id: number;
+  /** The webhook's run of timeouts when the message was claimed. */
+  consecutive_timeouts: number;
   body: string;
   attempts: number;
   created_at: Date;
@@ -68,6 +81,13 @@ interface Claimed {
   secret: string;
   previous_secret: string | null;
   previous_secret_until: Date | null;
+}
+
+/** Adds `by` to `key`'s count, forgetting it at 0. */
+function count<K>(counts: Map<K, number>, key: K, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }
 
 /** The wait before try `attempts + 1`: base x 2^(attempts-1), capped, then between half and all of it ("equal jitter"). */
@@ -80,6 +100,7 @@ export class Relay {
   private readonly options: Required<RelayOptions>;
   private readonly agents: Agents;
   private readonly perEndpoint = new Map<string, number>();
+  private readonly perAccount = new Map<number, number>();
   private readonly sends = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private inFlight = 0;
@@ -89,7 +110,8 @@ export class Relay {
   private again = false;
 
   constructor(options: RelayOptions) {
-    this.options = { ...RELAY_DEFAULTS, ...options };
+    const concurrency = options.concurrency ?? RELAY_DEFAULTS.concurrency;
+    this.options = { ...RELAY_DEFAULTS, accountConcurrency: Math.ceil(concurrency / 2), ...options };
     this.agents = createAgents(options.allowPrivate, this.options.perEndpoint);
   }
 
@@ -141,57 +163,47 @@ export class Relay {
   }
 
   private async look(): Promise<void> {
-    const { prisma, concurrency, perEndpoint } = this.options;
+    const { prisma, concurrency, perEndpoint, accountConcurrency, endpointTimeouts } = this.options;
     const free = concurrency - this.inFlight;
     if (free <= 0) return;
     const now = new Date();
-    // The oldest few due messages of each endpoint, not the oldest overall: a
-    // backlog of one endpoint (a slow receiver, a storm) must not hold back the
-    // others' messages behind it (tenants share the relay).
-    const due = await prisma.$queryRaw<{ id: string; endpoint_id: string }[]>`
-      SELECT id, endpoint_id FROM (
-        SELECT m.id, m.endpoint_id, m.next_attempt_at, row_number() OVER (PARTITION BY m.endpoint_id ORDER BY m.next_attempt_at) AS nth
-        FROM webhook_messages m JOIN webhook_endpoints e ON e.id = m.endpoint_id AND e.disabled_at IS NULL
-        WHERE m.next_attempt_at <= ${now}::timestamp(3)
-      ) due WHERE nth <= ${perEndpoint} ORDER BY next_attempt_at LIMIT ${CANDIDATES}`;
-    // Per endpoint at most perEndpoint in flight here; the rest wait for a later look.
-    const taken = new Map<string, number>();
-    const ids: string[] = [];
-    for (const row of due) {
-      const busy = (this.perEndpoint.get(row.endpoint_id) ?? 0) + (taken.get(row.endpoint_id) ?? 0);
-      if (busy >= perEndpoint) continue;
-      taken.set(row.endpoint_id, (taken.get(row.endpoint_id) ?? 0) + 1);
-      ids.push(row.id);
-      if (ids.length >= free) break;
-    }
-    if (ids.length === 0 || this.stopping.signal.aborted) return;
+    // Accounts and webhooks at their cap here are left out, so their backlog
+    // does not fill the candidates.
+    const fullAccounts = [...this.perAccount].filter(([, n]) => n >= accountConcurrency).map(([id]) => id);
+    const fullEndpoints = [...this.perEndpoint].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
+    const rows = await prisma.$queryRaw<{ id: string; endpoint_id: string; account_id: number; probing: boolean }[]>(
+      lookSql(now, { perEndpoint, accountConcurrency, endpointTimeouts }, fullAccounts, fullEndpoints),
+    );
+    const candidates: Candidate[] = rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id, accountId: r.account_id, probing: r.probing }));
+    const chosen = takeTurns(candidates, { accounts: this.perAccount, endpoints: this.perEndpoint }, { free, perAccount: accountConcurrency, perEndpoint });
+    if (chosen.length === 0 || this.stopping.signal.aborted) return;
     const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + LEASE_MARGIN_MS);
     // Rows another instance claimed since (locked, or no longer due) are skipped.
     const claimed = await prisma.$queryRaw<Claimed[]>`
       WITH claimed AS (
         UPDATE webhook_messages SET next_attempt_at = ${leaseUntil}::timestamp(3), attempts = attempts + 1
         WHERE id IN (
-          SELECT id FROM webhook_messages WHERE id IN (${Prisma.join(ids)}) AND next_attempt_at <= ${now}::timestamp(3)
+          SELECT id FROM webhook_messages WHERE id IN (${Prisma.join(chosen.map((c) => c.id))}) AND next_attempt_at <= ${now}::timestamp(3)
           FOR UPDATE SKIP LOCKED
         )
         RETURNING id, endpoint_id, body, attempts, created_at
       )
-      SELECT c.*, e.url, e.secret, e.previous_secret, e.previous_secret_until
+      SELECT c.*, e.account_id, e.consecutive_timeouts, e.url, e.secret, e.previous_secret, e.previous_secret_until
       FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id`;
     for (const message of claimed) this.startSend(message);
   }
 
   private startSend(message: Claimed): void {
     this.inFlight++;
-    this.perEndpoint.set(message.endpoint_id, (this.perEndpoint.get(message.endpoint_id) ?? 0) + 1);
+    count(this.perEndpoint, message.endpoint_id, +1);
+    count(this.perAccount, message.account_id, +1);
     const sending = this.deliver(message)
       .catch((err: unknown) => this.options.logger.warn({ err, message_id: message.id }, 'webhook relay: settling a delivery failed'))
       .finally(() => {
         this.sends.delete(sending);
         this.inFlight--;
-        const left = (this.perEndpoint.get(message.endpoint_id) ?? 1) - 1;
-        if (left > 0) this.perEndpoint.set(message.endpoint_id, left);
-        else this.perEndpoint.delete(message.endpoint_id);
+        count(this.perEndpoint, message.endpoint_id, -1);
+        count(this.perAccount, message.account_id, -1);
         // A slot is free: the next due message need not wait for the poll.
         this.wake();
       });
@@ -199,7 +211,7 @@ export class Relay {
   }
 
   private async deliver(message: Claimed): Promise<void> {
-    const { prisma, timeoutMs, logger } = this.options;
+    const { prisma, timeoutMs } = this.options;
     const timestamp = Math.floor(Date.now() / 1000);
     const secrets = [message.secret];
     if (message.previous_secret && message.previous_secret_until && message.previous_secret_until.getTime() > Date.now()) secrets.push(message.previous_secret);
@@ -208,9 +220,24 @@ export class Relay {
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatureHeader(secrets, message.id, timestamp, message.body),
     };
-    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), this.stopping.signal]);
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = AbortSignal.any([deadline, this.stopping.signal]);
     const result = await send(this.agents, message.url, headers, message.body, signal);
     const now = new Date();
+    // The webhook's run of timeouts (rests.ts), after the message is settled:
+    // any answer ends it, a timeout adds to it (and may rest the webhook),
+    // anything else (refused, a bad address) leaves it.
+    const run =
+      result.status !== undefined
+        ? message.consecutive_timeouts > 0 && answeredSql(message.endpoint_id)
+        : deadline.aborted && !this.stopping.signal.aborted && timedOutSql(message.endpoint_id, now, this.options);
+    await this.settle(message, result, now);
+    if (run) await prisma.$executeRaw(run);
+  }
+
+  /** Records how the try ended: delivered, tried again later, handed back (a shutdown), or given up. */
+  private async settle(message: Claimed, result: SendResult, now: Date): Promise<void> {
+    const { prisma, logger } = this.options;
     if (result.error === undefined) {
       await prisma.$executeRaw`
         UPDATE webhook_messages SET delivered_at = ${now}::timestamp(3), next_attempt_at = NULL, last_status = ${result.status ?? null}, last_error = NULL
