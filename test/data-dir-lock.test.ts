@@ -39,7 +39,10 @@ function thisMachine() {
 
 const lockFile = (dataDir: string) => join(dataDir, 'pglite.lock');
 
-describe('one process per embedded database: the DATA_DIR lock', () => {
+describe('one process per embedded database: the DATA_DIR lock', function () {
+  // Each test starts one or two PGlite servers as processes and may run the CLI beside them:
+  // 13 s alone at load 13, over 30 s in a CI stage beside two other workers.
+  this.timeout(90_000);
   let dataDir: string;
   let server: ServerProcess | undefined;
 
