@@ -120,3 +120,19 @@ for (const backend of backends) {
     }
   });
 }
+
+describe('the schema engine after migrate', function () {
+  this.timeout(60_000);
+
+  it('when migrate has returned on a new database, then the engine left no timer behind (it kept a finished `dropstream migrate` or first start alive up to 10 s)', async () => {
+    const db = await openDatabase({});
+    try {
+      const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+      const before = timers();
+      expect(await db.migrate()).to.have.length((await migrationFolders()).length);
+      expect(timers() - before, 'timers added by migrate').to.equal(0);
+    } finally {
+      await db.close();
+    }
+  });
+});

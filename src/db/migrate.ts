@@ -58,12 +58,13 @@ async function withEngine<T>(adapterFactory: SqlMigrationAwareDriverAdapterFacto
   }
   const content = await readFile(schemaPath, 'utf8');
   // Imported here: a server whose database is up to date never loads the engine.
-  const { openSchemaEngine } = await import('./schema-engine.js');
+  const { openSchemaEngine, clearEngineTimers } = await import('./schema-engine.js');
   const engine = await openSchemaEngine({ path: 'schema.prisma', content }, tracking);
   try {
     return await fn(engine);
   } finally {
     engine.free();
+    clearEngineTimers();
     // allSettled: a failed close must not hide the error that got us here.
     await Promise.allSettled(opened.map((adapter) => adapter.dispose()));
   }

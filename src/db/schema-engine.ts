@@ -17,6 +17,38 @@ declare const WebAssembly: {
 
 let loaded: Promise<void> | undefined;
 
+/** Timers the engine set and that have not fired (see withTrackedTimers). */
+const engineTimers = new Set<NodeJS.Timeout>();
+
+/**
+ * The glue's imports, with the engine's setTimeout tracked: the engine
+ * arms a 10 s timer during migrations that outlives it (freeing the engine
+ * does not clear it), and kept a finished `dropstream migrate` or a first
+ * start's process alive up to 10 s after its work was done.
+ */
+function withTrackedTimers(glue: typeof bindings): Record<string, unknown> {
+  const name = Object.keys(glue).find((key) => key.startsWith('__wbg_setTimeout_'));
+  if (!name) return glue;
+  const setTimer = (glue as unknown as Record<string, (fn: () => void, ms: number) => NodeJS.Timeout>)[name]!;
+  return {
+    ...glue,
+    [name]: (fn: () => void, ms: number) => {
+      const timer = setTimer(() => {
+        engineTimers.delete(timer);
+        fn();
+      }, ms);
+      engineTimers.add(timer);
+      return timer;
+    },
+  };
+}
+
+/** Clears the timers engines left behind; called once no engine is in use. */
+export function clearEngineTimers(): void {
+  for (const timer of engineTimers) clearTimeout(timer);
+  engineTimers.clear();
+}
+
 // The package entry imports the .wasm file as an ES module, which Node cannot
 // load, so the module is instantiated here with the JS glue as its imports.
 function loadWasm(): Promise<void> {
@@ -24,7 +56,7 @@ function loadWasm(): Promise<void> {
     const require = createRequire(import.meta.url);
     const wasmPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg').replace(/\.js$/, '.wasm');
     const module = await WebAssembly.compile(await readFile(wasmPath));
-    const instance = await WebAssembly.instantiate(module, { './schema_engine_bg.js': bindings });
+    const instance = await WebAssembly.instantiate(module, { './schema_engine_bg.js': withTrackedTimers(bindings) });
     bindings.__wbg_set_wasm(instance.exports);
     (instance.exports.__wbindgen_start as () => void)();
   })();
