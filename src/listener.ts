@@ -43,8 +43,9 @@ export function createListener(handler: RequestListener, { headersSeconds, idleS
   // body back) the store's own deadlines bound the wait.
   server.on('timeout', (socket: Socket) => {
     // Its keep-alive timer, during a drain: ended, not destroyed, so what
-    // its client still reads is delivered (drain() waits for its close).
-    if (draining.started && !responding(socket)) return void closeIdle(socket, draining);
+    // its client still reads is delivered (drain() waits for its close). A
+    // request stalled half-way is not idle: it goes as outside a drain.
+    if (draining.started && !responding(socket) && !readingRequests(server).has(socket)) return void closeIdle(socket, draining);
     if (!waitingOnServer(socket)) return void socket.destroy();
     // Node's timer fires once per silence: set it again to look again.
     socket.setTimeout(server.timeout);
@@ -334,19 +335,18 @@ export async function drain(server: Server, timeoutMs: number, { idleWaitMs = 0 
   // At the deadline: what is still being read or answered is cut; an idle
   // connection still waiting for its client's next request is closed as the
   // idle ones were; the rest were ended and are still being read.
-  const drained: Drained = { cut: 0, delivering: 0, idleClosed: 0, resetRequests: 0 };
+  let cut = 0;
+  let delivering = 0;
   for (const socket of open) {
     if (responding(socket)) markCutByServer(socket);
-    if (responding(socket) || reading.has(socket)) drained.cut += 1;
+    if (responding(socket) || reading.has(socket)) cut += 1;
     else if (!socket.writableEnded) draining.idleClosed += 1;
-    else drained.delivering += 1;
+    else delivering += 1;
     socket.destroy();
   }
-  drained.idleClosed = draining.idleClosed;
-  drained.resetRequests = draining.resetRequests;
   await closed;
   stopConnectionsCheck(server);
-  return drained;
+  return { cut, delivering, idleClosed: draining.idleClosed, resetRequests: draining.resetRequests };
 }
 
 /**

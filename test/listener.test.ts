@@ -34,6 +34,29 @@ describe('listener drain', () => {
     }
   });
 
+  it('when a request has begun to arrive as the drain starts, then its connection is not closed under it: the request is answered with Connection: close', async () => {
+    const server = createListener((_req, res) => res.end('ok'), { headersSeconds: 5, idleSeconds: 5 });
+    const { port } = new URL(await listen(server, 0, '127.0.0.1'));
+    const client = connect(Number(port), '127.0.0.1');
+    client.on('error', () => {});
+    let answer = '';
+    client.on('data', (chunk: Buffer) => (answer += chunk));
+    client.write('GET / HTTP/1.1\r\nHo');
+    // Node has read the first bytes (its list of connections counts the request as begun).
+    const key = Object.getOwnPropertySymbols(server).find((s) => s.description === 'http.server.connections')!;
+    const connections = (server as unknown as Record<symbol, { active(): unknown[] }>)[key]!;
+    while (connections.active().length === 0) await new Promise((r) => setTimeout(r, 5));
+    // No wait for idle connections: only a request begun keeps this one open.
+    const drained = drain(server, 5000, { idleWaitMs: 0 });
+    await new Promise((r) => setTimeout(r, 100));
+    client.write('st: test\r\n\r\n');
+    // Bounded: a connection closed under the request may never say so.
+    await Promise.race([once(client, 'close'), new Promise((r) => setTimeout(r, 2000))]);
+    client.destroy();
+    expect(answer).to.match(/^HTTP\/1\.1 200 OK\r\n/).and.match(/\r\nConnection: close\r\n/i).and.match(/\r\n\r\nok$/);
+    expect(await drained).to.deep.equal({ cut: 0, delivering: 0, idleClosed: 0, resetRequests: 0 });
+  });
+
   it('when a keep-alive connection stays idle through the wait, then the drain ends it and counts it; a request that crossed that end is not served, and is counted as reset', async () => {
     let served = 0;
     const server = createListener((_req, res) => {
