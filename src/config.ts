@@ -116,6 +116,7 @@ const schema = z
       .optional(),
     LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
     SHUTDOWN_TIMEOUT: integer(0, 3600).default(30),
+    SHUTDOWN_IDLE_WAIT: integer(0, 5).default(5),
     HEADERS_TIMEOUT: integer(1, 600).default(20),
     MAX_CONNECTIONS_PER_ADDRESS: integer(0, 1_000_000).default(256),
     MAX_CONNECTIONS: integer(0, 100_000_000).optional(),
@@ -220,6 +221,14 @@ const schema = z
     logFormat: env.LOG_FORMAT,
     /** Seconds in-flight requests get to finish after SIGTERM before they are cut off. */
     shutdownTimeout: env.SHUTDOWN_TIMEOUT,
+    /**
+     * Seconds an idle keep-alive connection is kept open during a shutdown
+     * for its client's next request (answered with `Connection: close`)
+     * before the server closes it; at most the 5 s keep-alive timeout the
+     * server advertises, which clients that honour it never reach. 0: idle
+     * connections close at once.
+     */
+    shutdownIdleWait: env.SHUTDOWN_IDLE_WAIT,
     /** Seconds a client has to send its request headers (stops slow-loris clients). */
     headersTimeout: env.HEADERS_TIMEOUT,
     /**

@@ -24,12 +24,17 @@ export interface ListenerTimeouts {
  * is dropped.
  */
 export function createListener(handler: RequestListener, { headersSeconds, idleSeconds }: ListenerTimeouts): Server {
+  const draining = newDrainState();
   const server = createServer({
     headersTimeout: headersSeconds * 1000,
     requestTimeout: 0,
     connectionsCheckingInterval: 1000,
-    keepAliveTimeout: 5000,
-  }, handler);
+    keepAliveTimeout: KEEP_ALIVE_MS,
+  }, (req, res) => {
+    if (draining.started && !answerWhileDraining(req.socket, res, draining)) return;
+    handler(req, res);
+  });
+  drainStates.set(server, draining);
   server.timeout = idleSeconds * 1000;
   // With a listener here Node no longer destroys a connection silent for
   // server.timeout on its own: only the client's silence ends it. While the
@@ -37,6 +42,10 @@ export function createListener(handler: RequestListener, { headersSeconds, idleS
   // a minute, the client waiting for its answer; a slow store holding the
   // body back) the store's own deadlines bound the wait.
   server.on('timeout', (socket: Socket) => {
+    // Its keep-alive timer, during a drain: ended, not destroyed, so what
+    // its client still reads is delivered (drain() waits for its close). A
+    // request stalled half-way is not idle: it goes as outside a drain.
+    if (draining.started && !responding(socket) && !readingRequests(server).has(socket)) return void closeIdle(socket, draining);
     if (!waitingOnServer(socket)) return void socket.destroy();
     // Node's timer fires once per silence: set it again to look again.
     socket.setTimeout(server.timeout);
@@ -44,6 +53,85 @@ export function createListener(handler: RequestListener, { headersSeconds, idleS
   server.on('clientError', answerClientError);
   trackConnections(server);
   return server;
+}
+
+/**
+ * The keep-alive timeout the server advertises (`Keep-Alive: timeout=5`);
+ * Node closes an idle connection a second after it. Clients that honour the
+ * hint (Node's global agent, undici's fetch) drop an idle connection after
+ * 4 s, Caddy's transport here after 4 s too (Caddyfile), so none sends on a
+ * connection idle long enough for the server to close it.
+ */
+export const KEEP_ALIVE_MS = 5000;
+
+/** What a listener's drain has begun and counted (drain() sets it going; the request handler and timers read it). */
+interface DrainState {
+  started: boolean;
+  /** Idle keep-alive connections the drain ended (no request of theirs was in progress or being read). */
+  idleClosed: number;
+  /** Requests that arrived on a connection the drain had already ended: not served, their connection reset. */
+  resetRequests: number;
+}
+
+const newDrainState = (): DrainState => ({ started: false, idleClosed: 0, resetRequests: 0 });
+const drainStates = new WeakMap<Server, DrainState>();
+
+/**
+ * A request during a drain is answered, with `Connection: close`: its
+ * client then knows not to send another on this connection, and the
+ * connection is ended after the answer. Unless it came on a connection the
+ * drain had already ended (it crossed our FIN: its client sent it before the
+ * FIN arrived): no answer can reach the client any more, so it is not served
+ * at all (an upload stored for a client that sees a reset would be stored
+ * twice when it retries), and the connection is reset and counted.
+ */
+function answerWhileDraining(socket: Socket, res: ServerResponse, draining: DrainState): boolean {
+  if (socket.writableEnded) {
+    draining.resetRequests += 1;
+    socket.destroy();
+    return false;
+  }
+  closeAfterThis(socket, res);
+  return true;
+}
+
+/**
+ * Says `Connection: close` on the response (when its headers are not yet
+ * sent), and makes the close after it an end: Node's destroySoon() would
+ * destroy the socket as soon as the kernel holds the answer, and the
+ * drain could not wait for the client to have read it.
+ */
+function closeAfterThis(socket: Socket, res: ServerResponse): void {
+  if (res.headersSent) return;
+  res.shouldKeepAlive = false;
+  // An answer that closes for reasons of its own (src/http/unread-body.ts) keeps its own way.
+  if (Object.hasOwn(socket, 'destroySoon')) return;
+  socket.destroySoon = function endOnly(this: Socket) {
+    this.setTimeout(0);
+    this.end();
+  };
+}
+
+/** Ends an idle connection during a drain (FIN after what it still has to send): drain() waits for its client to close its side. */
+function closeIdle(socket: Socket, draining: DrainState): void {
+  if (socket.writableEnded) return;
+  // Node's keep-alive timer would destroy the socket a second later while
+  // its client may still be reading what the kernel holds; the drain's
+  // deadline is the only one.
+  socket.setTimeout(0);
+  socket.end();
+  draining.idleClosed += 1;
+}
+
+/**
+ * The connections whose next request has begun to arrive (its first bytes
+ * read, not yet all of it): Node's own list of connections, as its
+ * closeIdleConnections() reads it (not public API; where absent, none).
+ */
+function readingRequests(server: Server): Set<Socket> {
+  const key = Object.getOwnPropertySymbols(server).find((s) => s.description === 'http.server.connections');
+  const list = key && (server as unknown as Record<symbol, { active?: () => { socket?: Socket }[] } | undefined>)[key];
+  return new Set((list?.active?.() ?? []).flatMap((parser) => (parser.socket ? [parser.socket] : [])));
 }
 
 /** A listener's open connections (a request's response is found on its socket at drain time, so requests cost nothing here). */
@@ -178,49 +266,87 @@ export interface Drained {
   cut: number;
   /** Connections whose responses were all written but whose client had not read them to the end at the deadline. */
   delivering: number;
+  /** Idle keep-alive connections ended by the drain: their client had sent no request since its last answer. */
+  idleClosed: number;
+  /** Requests that crossed the drain's FIN on an idle connection: not served, their connection reset. */
+  resetRequests: number;
+}
+
+export interface DrainOptions {
+  /**
+   * How long an idle keep-alive connection is left open for its client's
+   * next request (answered with `Connection: close`), from when the drain
+   * first finds it idle; Node's keep-alive timer ends it sooner when it
+   * runs out. 0: idle connections are ended at once.
+   */
+  idleWaitMs?: number;
 }
 
 /**
  * Stops accepting connections and lets requests in progress finish for up to
  * `timeoutMs`; then cuts the connections still open.
  *
+ * Every answer from the drain's start on says `Connection: close` (those
+ * whose headers are already out, after them the connection is idle). An
+ * idle keep-alive connection is closed only between requests: never while a
+ * request of its is being read or answered, and only once it has been idle
+ * for `idleWaitMs` (or its keep-alive timeout ran out). Closing it at once
+ * reset the requests its client had sent as the FIN was on its way: six
+ * keep-alive pollers lost one request each to every SIGTERM (issue 51).
+ *
  * A response is delivered when its client has read it, not when its last
  * byte reaches the kernel: megabytes can still sit in the socket's send
  * queue, and a container's network goes with its process (a 100 MiB
  * download through Caddy lost its last 3.2 MB on `docker stop`, issue 21).
- * So each connection with no response in progress is ended (FIN after the
- * queued bytes) and the drain waits for the client to close its side, which
- * it does once it has read everything. http.Server's own close() is not
- * used: it destroys every idle connection at once, queued bytes and all.
+ * So each connection is ended (FIN after the queued bytes), never destroyed,
+ * and the drain waits for the client to close its side, which it does once
+ * it has read everything. http.Server's own close() is not used: it
+ * destroys every idle connection at once, queued bytes and all.
  */
-export async function drain(server: Server, timeoutMs: number): Promise<Drained> {
+export async function drain(server: Server, timeoutMs: number, { idleWaitMs = 0 }: DrainOptions = {}): Promise<Drained> {
   const open = connectionsOf.get(server);
-  if (!open) throw new Error('drain() takes a listener made by createListener()');
+  const draining = drainStates.get(server);
+  if (!open || !draining) throw new Error('drain() takes a listener made by createListener()');
+  draining.started = true;
   const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
+  for (const socket of open) {
+    const res = responseOn(socket);
+    if (res) closeAfterThis(socket, res);
+  }
   const deadline = Date.now() + timeoutMs;
+  const idleSince = new Map<Socket, number>();
+  let reading = new Set<Socket>();
   for (;;) {
+    const now = Date.now();
+    reading = readingRequests(server);
     for (const socket of open) {
-      if (responding(socket) || socket.writableEnded) continue;
-      // Node's keep-alive timer (started when the response was written)
-      // would destroy the socket 6 s later while its client may still be
-      // reading what the kernel holds; the deadline below is the only one.
-      socket.setTimeout(0);
-      socket.end();
+      if (socket.writableEnded) continue;
+      if (responding(socket) || reading.has(socket)) {
+        idleSince.delete(socket);
+        continue;
+      }
+      const since = idleSince.get(socket) ?? now;
+      idleSince.set(socket, since);
+      if (now - since >= idleWaitMs) closeIdle(socket, draining);
     }
     if (open.size === 0 || Date.now() >= deadline) break;
     await sleep(50);
   }
-  const drained: Drained = { cut: 0, delivering: 0 };
+  // At the deadline: what is still being read or answered is cut; an idle
+  // connection still waiting for its client's next request is closed as the
+  // idle ones were; the rest were ended and are still being read.
+  let cut = 0;
+  let delivering = 0;
   for (const socket of open) {
-    if (responding(socket)) {
-      drained.cut += 1;
-      markCutByServer(socket);
-    } else drained.delivering += 1;
+    if (responding(socket)) markCutByServer(socket);
+    if (responding(socket) || reading.has(socket)) cut += 1;
+    else if (!socket.writableEnded) draining.idleClosed += 1;
+    else delivering += 1;
     socket.destroy();
   }
   await closed;
   stopConnectionsCheck(server);
-  return drained;
+  return { cut, delivering, idleClosed: draining.idleClosed, resetRequests: draining.resetRequests };
 }
 
 /**

@@ -21,8 +21,10 @@ export interface RunningServer {
   listener: Server;
   /**
    * Graceful shutdown: stop accepting, let requests in progress finish for
-   * up to SHUTDOWN_TIMEOUT (or `timeoutSeconds`), cut the rest (their
-   * uploads are aborted and cleaned up), then close store, Redis, database.
+   * up to SHUTDOWN_TIMEOUT (or `timeoutSeconds`), each answer saying
+   * `Connection: close`, close idle keep-alive connections after
+   * SHUTDOWN_IDLE_WAIT, cut the rest (their uploads are aborted and cleaned
+   * up), then close store, Redis, database.
    */
   close(timeoutSeconds?: number): Promise<void>;
 }
@@ -44,10 +46,19 @@ export async function startServer(
   // which needs the store and the database still open: built.close() comes after.
   const stopListening = async () => {
     built.drain();
-    const drained = await Promise.all(listening.map((s) => drain(s, drainSeconds * 1000)));
+    const drained = await Promise.all(listening.map((s) => drain(s, drainSeconds * 1000, { idleWaitMs: config.shutdownIdleWait * 1000 })));
     for (let waited = 0; built.uploadsInFlight() > 0 && waited < CLEAN_UP_MS; waited += 20) await sleep(20);
     const sum = (key: keyof Drained) => drained.reduce((total, d) => total + d[key], 0);
-    logger.info({ cut_connections: sum('cut'), still_delivering: sum('delivering'), uploads_left: built.uploadsInFlight() }, 'stopped');
+    logger.info(
+      {
+        cut_connections: sum('cut'),
+        still_delivering: sum('delivering'),
+        closed_idle: sum('idleClosed'),
+        reset_requests: sum('resetRequests'),
+        uploads_left: built.uploadsInFlight(),
+      },
+      'stopped',
+    );
   };
   try {
     if (!isLoopback(config.adminHost)) {

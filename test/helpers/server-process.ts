@@ -32,7 +32,8 @@ export async function startServerProcess(env: Record<string, string>, { openFile
   // The shell lowers the limit and then becomes the server (exec): the same pid, so kill() reaches it.
   const [file, ...args] = openFiles === undefined ? command : ['/bin/sh', '-c', `ulimit -n ${openFiles} && exec "$@"`, 'sh', ...command];
   const child = spawn(file!, args, {
-    env: { ...process.env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    // SHUTDOWN_IDLE_WAIT: as for in-process test servers (test/helpers/server.ts).
+    env: { ...process.env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SHUTDOWN_IDLE_WAIT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

@@ -83,6 +83,9 @@ export async function prepareTestServer(backend: Backend, env: Record<string, st
     // Suites share a server and an address; the limit tests set their own.
     AUTH_FAILURE_LIMIT: '10000',
     LINK_FAILURE_LIMIT: '10000',
+    // A test's close() does not wait for the idle keep-alive connections of
+    // its fetch() calls (undici keeps them 4 s); the drain's tests set their own.
+    SHUTDOWN_IDLE_WAIT: '0',
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...env,
   });
