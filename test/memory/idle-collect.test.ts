@@ -96,7 +96,7 @@ describe('collectWhenIdle', () => {
     expect(reports[0]!.freed_mib).to.be.greaterThan(8);
     // A full collection of a heap that held 16 MiB, timed: a report that
     // never timed it (0) or timed something else entirely fails here.
-    expect(reports[0]!.took_ms).to.be.within(1, 2000);
+    expect(reports[0]!.took_ms).to.be.within(1, 10_000);
   });
 
   it('when requests grew only glibc\'s heap (freed memory V8 does not see), then the collection still runs and gives it back to the system', async () => {
