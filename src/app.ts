@@ -31,6 +31,7 @@ import type { RequestsInFlight } from './limits/requests-in-flight.js';
 import { jsonBody } from './http/json-body.js';
 import type { Metrics } from './metrics.js';
 import type { WebhookEndpoints } from './webhooks/endpoints.js';
+import type { ApiKeys } from './accounts/api-keys.js';
 import type { FileRequests } from './requests/service.js';
 import type { LiveRequestUploads } from './requests/live-uploads.js';
 import type { RequestLinkLimits } from './limits/request-link-limits.js';
@@ -44,6 +45,8 @@ export interface AppDeps {
   links: LinkService;
   /** Resumable uploads (tus) under /api/v1/uploads. */
   resumable?: ResumableUploads;
+  /** The account's keys under /api/v1/keys. */
+  keys?: ApiKeys;
   /** The account's webhooks under /api/v1/webhooks. */
   webhooks?: WebhookEndpoints;
   /** File requests: the owner's routes under /api/v1/requests, the outsider's under /r/{token}, with their per-address limits. */
@@ -95,7 +98,7 @@ export function createApp(deps: AppDeps): Koa {
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service });
+  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service, keys: deps.keys });
   const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed'), corsOrigins: deps.corsOrigins?.filter((origin) => origin !== '*') });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',

@@ -18,8 +18,24 @@ export interface Plan {
   maxExpiresIn: number | null;
 }
 
-/** Who is calling: the account behind a valid API key, with its current plan. */
+/** The API key a request came with: what it may do, until when, from where. */
+export interface CallerKey {
+  /** api_keys.id (internal; the API shows public_id). */
+  id: number;
+  /** Holds every scope, now and later. */
+  full: boolean;
+  /** Its scopes when not full (src/accounts/scopes.ts). */
+  scopes: readonly string[];
+  /** Epoch milliseconds after which it is refused; null: never. */
+  expiresAt: number | null;
+  /** The CIDR ranges it may be used from, as given; empty: anywhere. */
+  allowedCidrs: readonly string[];
+}
+
+/** Who is calling: the account behind a valid API key, with its current plan, and the key. */
 export interface Caller {
   accountId: number;
   plan: Plan;
+  /** Absent for an outsider acting through a file request link (src/http/request-link-routes.ts): no /api/v1 route lets them in. */
+  key?: CallerKey;
 }

@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import type { AccountService } from '../accounts/service.js';
 import type { Caller } from '../accounts/types.js';
 import { accountErrors } from '../accounts/errors.js';
+import { allows } from '../accounts/cidr.js';
 import { AppError } from '../errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
@@ -59,6 +60,8 @@ export function apiGuard({ accounts, requestLimits, authFailures, inFlight, uplo
     const caller = key ? await accounts.authenticate(key) : undefined;
     if (!caller) throw await unauthorized(ctx.ip, accountErrors.invalidKey());
     if (!caller.plan.apiAccess) throw accountErrors.planWithoutApi(caller.plan.name);
+    const ranges = caller.key?.allowedCidrs ?? [];
+    if (ranges.length > 0 && !allows(ranges, ctx.ip)) throw accountErrors.addressNotAllowed();
 
     let leave: () => void;
     try {

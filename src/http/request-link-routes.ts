@@ -141,7 +141,7 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
   });
 
   if (resumable) {
-    tusRoutes(router as unknown as Router<AuthState>, guard as unknown as Middleware<AuthState>, {
+    tusRoutes(router as unknown as Router<AuthState>, () => guard as unknown as Middleware<AuthState>, {
       resumable,
       uploadGate,
       concurrencySlots,
