@@ -46,6 +46,7 @@ import type { StoreCallObserver } from './storage/store-deadlines.js';
 import { WebhookEndpoints } from './webhooks/endpoints.js';
 import { ApiKeys } from './accounts/api-keys.js';
 import { LastUsed } from './accounts/last-used.js';
+import { AuditTrail } from './audit/trail.js';
 import { Relay, type RelayOptions } from './webhooks/relay.js';
 import { FileRequests } from './requests/service.js';
 import { LiveRequestUploads } from './requests/live-uploads.js';
@@ -359,6 +360,7 @@ function newSweeper(config: Config, logger: Logger, db: Database, store: ObjectS
   const intervalMs = (config.gcInterval || 60) * 1000;
   return new Sweeper(db.prisma, store, ledger, resumable, {
     retryMs: { first: intervalMs / 2, max: 4 * intervalMs },
+    auditRetentionDays: config.audit.retentionDays,
     orphans: {
       ...config.gcOrphans,
       onFound: (orphans, mode) =>
@@ -419,6 +421,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     resumable: services.resumable,
     webhooks: services.webhooks,
     keys: services.keys,
+    audit: { trail: new AuditTrail(db.prisma), fullAddresses: config.audit.fullAddresses },
     // File requests (issue 45): their service and the per-address limits of their links.
     requests: {
       service: services.requests,

@@ -1,4 +1,4 @@
-// `dropstream keys create|list|revoke` (issue 57), as an owner runs them (the
+// `dropstream keys create|list|revoke` and `dropstream audit` (issue 57), as an owner runs them (the
 // compiled CLI, so `npm run build` first), against a real server.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,5 +43,11 @@ describe('dropstream keys', function () {
     const wider = await runToExit([bin, 'keys', 'create', 'wider', '--scopes', 'files:read', '--key', made.api_key], { cwd: dir, env, deadlineMs: 30_000 });
     expect(wider.code).to.equal(1);
     expect(wider.stderr).to.include('invalid_api_key');
+  });
+
+  it('when an owner asks for the audit trail of one action from the CLI, then it prints those rows with their key', async () => {
+    const trail = await json(['audit', '--action', 'key.revoked', '--limit', '5']);
+    expect(trail.pagination).to.include({ page: 1, limit: 5, total: 1 });
+    expect(trail.events[0]).to.include({ action: 'key.revoked', actor: 'key', key_name: null, client_address: '127.0.0.0/24' });
   });
 });

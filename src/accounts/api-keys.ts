@@ -9,6 +9,7 @@ import { accountErrors } from './errors.js';
 import { newApiKey } from './keys.js';
 import { holds, type Scope } from './scopes.js';
 import type { CallerKey } from './types.js';
+import { auditRow, SYSTEM, type Actor } from '../audit/actor.js';
 
 /** Keys an account may have at once (not revoked, expired ones included until revoked). */
 export const MAX_KEYS = 50;
@@ -66,7 +67,7 @@ export class ApiKeys {
    * holds (a full key only from a full key), never outliving it, and only
    * from addresses it may be used from. Answers the secret, once.
    */
-  async create(accountId: number, maker: CallerKey, input: NewKey): Promise<KeySummary & { secret: string }> {
+  async create(accountId: number, maker: CallerKey, input: NewKey, actor: Actor = SYSTEM): Promise<KeySummary & { secret: string }> {
     const full = input.scopes === 'full';
     if (full && !maker.full) throw accountErrors.insufficientScope('*', 'only a full key can make a full key');
     if (!full) {
@@ -91,7 +92,7 @@ export class ApiKeys {
       await tx.$executeRaw`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`;
       const count = await tx.apiKey.count({ where: { accountId, revokedAt: null } });
       if (count >= MAX_KEYS) throw accountErrors.keyLimit(MAX_KEYS);
-      return tx.apiKey.create({
+      const created = await tx.apiKey.create({
         data: {
           accountId,
           hash: key.hash,
@@ -104,6 +105,8 @@ export class ApiKeys {
         },
         select: summaryFields,
       });
+      await tx.auditEvent.create({ data: auditRow(accountId, 'key.created', created.publicId, actor, new Date(now)) });
+      return created;
     });
     return { ...summary(row, maker), current: false, secret: key.key };
   }
@@ -121,7 +124,7 @@ export class ApiKeys {
    * is never revoked here (409 last_full_key): without it nobody could
    * make a full key again; the operator's `dropstream keys rotate` can.
    */
-  async revoke(accountId: number, revoker: CallerKey, publicId: string): Promise<void> {
+  async revoke(accountId: number, revoker: CallerKey, publicId: string, actor: Actor = SYSTEM): Promise<void> {
     await this.prisma.$transaction(async (tx) => {
       await tx.$executeRaw`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`;
       const target = await tx.apiKey.findFirst({ where: { publicId, accountId, revokedAt: null }, select: { id: true, full: true, scopes: true, expiresAt: true } });
@@ -133,7 +136,9 @@ export class ApiKeys {
         const others = await tx.apiKey.count({ where: { accountId, revokedAt: null, full: true, expiresAt: null, id: { not: target.id } } });
         if (others === 0) throw accountErrors.lastFullKey();
       }
-      await tx.apiKey.update({ where: { id: target.id }, data: { revokedAt: new Date(this.clock()) } });
+      const now = new Date(this.clock());
+      await tx.apiKey.update({ where: { id: target.id }, data: { revokedAt: now } });
+      await tx.auditEvent.create({ data: auditRow(accountId, 'key.revoked', publicId, actor, now) });
     });
     await this.changes?.accountChanged(accountId);
   }

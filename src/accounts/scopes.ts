@@ -25,6 +25,8 @@ export const SCOPES = [
   'keys:write',
   /** Read the account's statistics and limits (GET /stats). */
   'stats:read',
+  /** Read the account's audit trail (GET /audit). */
+  'audit:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

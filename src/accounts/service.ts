@@ -7,12 +7,15 @@ import { hashApiKey, newApiKey } from './keys.js';
 import { toPlan } from './plans.js';
 import type { Caller } from './types.js';
 import type { LastUsed } from './last-used.js';
+import { auditRow, SYSTEM, type Actor } from '../audit/actor.js';
 
 export type { Caller } from './types.js';
 
 /** A valid API key's account and plan, as authenticate() reads them. */
 interface KeyRow {
   key_id: number;
+  public_id: string;
+  key_name: string | null;
   full: boolean;
   scopes: string[] | null;
   expires_at: Date | null;
@@ -93,7 +96,7 @@ export class AccountService {
     const generation = cache?.generation ?? 0;
     // Expired keys answer no row, as revoked and unknown ones do (the same path, the same time).
     const rows = await this.prisma.$queryRaw<KeyRow[]>`
-      SELECT k.id AS key_id, k.full, k.scopes, k.expires_at, k.allowed_cidrs,
+      SELECT k.id AS key_id, k.public_id, k.name AS key_name, k.full, k.scopes, k.expires_at, k.allowed_cidrs,
              a.id AS account_id, p.name, p.api_access, p.requests_per_minute, p.requests_per_day,
              p.max_file_size, p.daily_uploads, p.concurrent_uploads, p.max_total_size, p.max_expires_in
       FROM api_keys k JOIN accounts a ON a.id = k.account_id JOIN plans p ON p.id = a.plan_id
@@ -105,6 +108,8 @@ export class AccountService {
       plan: planOf(row),
       key: {
         id: row.key_id,
+        publicId: row.public_id,
+        name: row.key_name,
         full: row.full,
         scopes: row.full ? [] : (row.scopes ?? []),
         expiresAt: row.expires_at === null ? null : row.expires_at.getTime(),
@@ -142,10 +147,13 @@ export class AccountService {
     return { accountId, apiKey: key.key };
   }
 
-  async changePlan(accountId: number, planName: string): Promise<{ accountId: number; plan: string }> {
+  async changePlan(accountId: number, planName: string, actor: Actor = SYSTEM): Promise<{ accountId: number; plan: string }> {
     const plan = await this.findPlan(planName);
-    const { count } = await this.prisma.account.updateMany({ where: { id: accountId }, data: { planId: plan.id } });
-    if (count === 0) throw accountErrors.accountNotFound();
+    await this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.account.updateMany({ where: { id: accountId }, data: { planId: plan.id } });
+      if (count === 0) throw accountErrors.accountNotFound();
+      await tx.auditEvent.create({ data: auditRow(accountId, 'plan.changed', plan.name, actor, new Date()) });
+    });
     await this.options.changes?.accountChanged(accountId);
     return { accountId, plan: plan.name };
   }

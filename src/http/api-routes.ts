@@ -13,6 +13,8 @@ import { apiGuard, type AuthState } from './auth.js';
 import { scopedGuard, unscoped } from './scoped.js';
 import type { ApiKeys } from '../accounts/api-keys.js';
 import { keyRoutes } from './key-routes.js';
+import type { AuditTrail } from '../audit/trail.js';
+import { auditRoutes } from './audit-routes.js';
 import { receivePlainUpload } from './plain-upload.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
@@ -57,6 +59,8 @@ export interface ApiDeps {
   requests?: FileRequests;
   /** The account's keys as the owner manages them; absent: no /keys routes. */
   keys?: ApiKeys;
+  /** The audit trail (GET /audit), and whether it keeps client addresses whole (AUDIT_FULL_ADDRESSES). */
+  audit?: { trail: AuditTrail; fullAddresses: boolean };
 }
 
 /** File ids are drawn from 1..MAX_FILE_ID (src/files/file-rows.ts): ten digits at most. */
@@ -69,7 +73,7 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, requestsInFlight, bodyTimeoutMs, metrics, publicUrl, resumable, webhooks, requests, keys }: ApiDeps) {
+export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, requestsInFlight, bodyTimeoutMs, metrics, publicUrl, resumable, webhooks, requests, keys, audit }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
@@ -82,6 +86,7 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
       inFlight: requestsInFlight,
       uploadsAllowed: (plan) => concurrencySlots.limitOf(plan.concurrentUploads),
       metrics,
+      fullAddresses: audit?.fullAddresses,
     }),
   );
 
@@ -108,6 +113,8 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
 
   if (keys) keyRoutes(router, need, { keys, bodyTimeoutMs });
 
+  if (audit) auditRoutes(router, need, audit.trail);
+
   if (resumable) tusRoutes(router, need, { resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl });
 
   router.get('/files', need('files:read'), async (ctx) => {
@@ -126,7 +133,7 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
   });
 
   router.delete('/files/:id', need('files:delete'), async (ctx) => {
-    await files.delete(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
+    await files.delete(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.state.caller.actor);
     ctx.body = { success: true, message: 'File deleted successfully' };
   });
 

@@ -82,7 +82,7 @@ export function keyRoutes(router: Router<AuthState>, need: Need, { keys, bodyTim
   const body = jsonBody({ limit: '16kb', invalid: () => invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
   router.post('/keys', need('keys:write'), body, async (ctx) => {
     const { caller } = ctx.state;
-    const { secret, ...key } = await keys.create(caller.accountId, caller.key!, parseNewKey(ctx.request.body ?? {}));
+    const { secret, ...key } = await keys.create(caller.accountId, caller.key!, parseNewKey(ctx.request.body ?? {}), caller.actor);
     ctx.status = 201;
     ctx.body = { success: true, key: { ...presentKey(key), api_key: secret } };
   });
@@ -94,7 +94,7 @@ export function keyRoutes(router: Router<AuthState>, need: Need, { keys, bodyTim
 
   router.delete('/keys/:id', need('keys:write'), async (ctx) => {
     const { caller } = ctx.state;
-    await keys.revoke(caller.accountId, caller.key!, ctx.params.id!);
+    await keys.revoke(caller.accountId, caller.key!, ctx.params.id!, caller.actor);
     ctx.body = { success: true, message: 'Key revoked' };
   });
 }

@@ -41,14 +41,14 @@ export function linkRoutes(router: Router<AuthState>, need: Need, { links: servi
     const fileId = parseFileId(ctx.params.id!);
     // expires_in counts from now; the password is hashed before the link is written.
     const now = new Date();
-    const link = await service.create(ctx.state.caller.accountId, fileId, await linkRulesOf(linkOptions(ctx.request.body ?? {}), now), now);
+    const link = await service.create(ctx.state.caller.accountId, fileId, await linkRulesOf(linkOptions(ctx.request.body ?? {}), now), now, ctx.state.caller.actor);
     if (!link) throw fileErrors.notFound();
     ctx.status = 201;
     ctx.body = { success: true, link: presentLink(link, publicUrl) };
   });
 
   router.delete('/files/:id/links/:linkId', need('links:write'), async (ctx) => {
-    const revoked = await service.revoke(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.params.linkId!);
+    const revoked = await service.revoke(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.params.linkId!, ctx.state.caller.actor);
     // The file's new public link, so the owner need not list the links to learn it.
     ctx.body =
       revoked.outcome === 'rotated'

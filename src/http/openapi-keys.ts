@@ -1,10 +1,12 @@
 // The OpenAPI description of the account's keys (src/http/key-routes.ts,
-// docs/keys.md): make one, list them, revoke one.
+// docs/keys.md): make one, list them, revoke one; and of its audit trail
+// (src/http/audit-routes.ts).
 import { MAX_KEYS } from '../accounts/api-keys.js';
 import { FULL, SCOPES } from '../accounts/scopes.js';
 import { MAX_OPTION_INT } from '../files/upload-options.js';
 import { API_KEY, apiErrors, bodyTimeout, codes, error, json, object, ok, optionalDate, type PathItem, ref, type Schema, success } from './openapi-shared.js';
 import { MAX_KEY_CIDRS, MAX_KEY_NAME_LENGTH } from './key-routes.js';
+import { AUDIT_ACTIONS } from '../audit/actions.js';
 
 const DATE = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: '`YYYY-MM-DD HH:MM:SS`, UTC.' };
 const scopes: Schema = {
@@ -28,11 +30,43 @@ const keyFields = {
 };
 
 /** The ApiKey schema. */
-export const keySchemas = (): Record<string, Schema> => ({ ApiKey: object(keyFields, 'An API key of the account (never its secret).') });
+export const keySchemas = (): Record<string, Schema> => ({
+  ApiKey: object(keyFields, 'An API key of the account (never its secret).'),
+  AuditEvent: object({
+    action: { type: 'string', enum: [...AUDIT_ACTIONS] },
+    subject: { type: ['string', 'null'], description: 'What it is about: a key_id, file_id, link_id, request_id or webhook_id; the plan for plan.changed.' },
+    actor: { type: 'string', enum: ['key', 'request', 'operator', 'system'], description: 'A key of the account, an outsider through a file request link, the operator (admin API), or the server itself.' },
+    key_id: { type: ['string', 'null'], description: 'The key that did it.' },
+    key_name: { type: ['string', 'null'], description: 'Its name at the time.' },
+    request_id: { type: ['string', 'null'], description: 'The file request whose link an outsider used.' },
+    client_address: { type: ['string', 'null'], description: 'The client\'s network: IPv4 /24, IPv6 /48 (the whole address with AUDIT_FULL_ADDRESSES).' },
+    created_at: DATE,
+  }, 'One change to the account.'),
+});
 
 export function keyPaths(): Record<string, PathItem> {
   const forbidden = error(`${codes('insufficient_scope')}: the key lacks \`keys:write\`, or asked for a scope it does not hold (a full key only from a full key); ${codes('key_exceeds_creator')}: the new key would outlive the key making it or allow addresses outside its ranges; ${codes('key_limit')}: the account has ${MAX_KEYS} keys; ${codes('address_not_allowed')}, ${codes('plan_without_api_access')}.`);
   return {
+    '/audit': {
+      get: {
+        operationId: 'listAuditEvents',
+        summary: 'The account\'s audit trail, newest first; needs audit:read',
+        tags: ['audit'],
+        security: API_KEY,
+        parameters: [
+          { name: 'page', in: 'query', description: 'From 1.', schema: { type: 'integer', minimum: 1, default: 1 } },
+          { name: 'limit', in: 'query', description: 'Rows per page.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+          { name: 'action', in: 'query', description: 'Only this action.', schema: { type: 'string', enum: [...AUDIT_ACTIONS] } },
+          { name: 'since', in: 'query', description: 'From this ISO 8601 date or time on (inclusive).', schema: { type: 'string' } },
+          { name: 'until', in: 'query', description: 'Before this ISO 8601 date or time.', schema: { type: 'string' } },
+        ],
+        responses: {
+          '200': success('A page of the trail.', object({ success: ok, events: { type: 'array', items: ref('schemas', 'AuditEvent') }, pagination: ref('schemas', 'Pagination') })),
+          ...apiErrors,
+          '400': error(`A bad page, limit, action or time: ${codes('invalid_parameter')}.`),
+        },
+      },
+    },
     '/keys': {
       get: {
         operationId: 'listKeys',

@@ -320,6 +320,7 @@ export function openApiDocument(publicUrl: string): OpenApiDocument {
       { name: 'webhooks', description: 'Signed event deliveries to the account\'s own URLs (Standard Webhooks): add, list, remove, rotate the secret, see deliveries. The events sent are under `webhooks`.' },
       { name: 'requests', description: 'File requests: upload links through which people without an account send files into the account (the owner\'s routes need the key; the `/r/{token}` routes do not).' },
       { name: 'keys', description: 'The account\'s API keys: make one with scopes, an expiry and address ranges (never wider than the key making it), list them, revoke one.' },
+      { name: 'audit', description: 'What changed the account, who did it (which key, or which file request link), when and from which network.' },
       { name: 'account', description: 'Statistics and plan limits.' },
       { name: 'downloads', description: 'Public download links, without a key.' },
       { name: 'operations', description: 'Liveness and readiness.' },

@@ -61,7 +61,7 @@ export function webhookRoutes(router: Router<AuthState>, need: Need, { webhooks,
   const body = jsonBody({ limit: '16kb', invalid: () => webhookErrors.invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
   router.post('/webhooks', need('webhooks:write'), body, async (ctx) => {
     const { url, events } = parseNewWebhook(ctx.request.body ?? {});
-    const { secret, ...endpoint } = await webhooks.create(ctx.state.caller.accountId, url, events);
+    const { secret, ...endpoint } = await webhooks.create(ctx.state.caller.accountId, url, events, ctx.state.caller.actor);
     ctx.status = 201;
     ctx.body = { success: true, webhook: { ...presentWebhook(endpoint), secret } };
   });
@@ -72,7 +72,7 @@ export function webhookRoutes(router: Router<AuthState>, need: Need, { webhooks,
   });
 
   router.delete('/webhooks/:id', need('webhooks:write'), async (ctx) => {
-    await webhooks.delete(ctx.state.caller.accountId, ctx.params.id!);
+    await webhooks.delete(ctx.state.caller.accountId, ctx.params.id!, ctx.state.caller.actor);
     ctx.body = { success: true, message: 'Webhook deleted' };
   });
 

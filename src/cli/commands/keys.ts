@@ -1,4 +1,5 @@
-// `dropstream keys create|list|revoke`: the account's own API keys (issue 57)
+// `dropstream keys create|list|revoke` and `dropstream audit`: the account's
+// own API keys and audit trail (issue 57)
 // through the public API with a key that holds keys:write, one JSON line
 // each, as the files, links and requests commands print. The operator's
 // `dropstream keys rotate --account <id>` (admin.ts) stays: it replaces
@@ -57,4 +58,23 @@ export async function runKeys(command: Command, args: string[]): Promise<void> {
     default:
       throw new Error(`no keys command ${command.name}`);
   }
+}
+
+export const AUDIT_COMMAND: Command = {
+  name: 'audit',
+  usage: `audit [--action ACTION] [--since TIME] [--until TIME] [--page N] [--limit N] ${CONNECTION_USAGE}
+      TIME: an ISO 8601 date or time (2026-11-29, 2026-11-29T10:00:00Z)`,
+  summary: "Prints your account's audit trail, newest first: what changed it, which key or file request link did it, when, from which network. Needs a key with audit:read.",
+  options: { ...CONNECTION, action: str, since: str, until: str, page: str, limit: str },
+};
+
+export async function runAudit(args: string[]): Promise<void> {
+  const { values } = parseCommand(AUDIT_COMMAND, args);
+  const query = new URLSearchParams();
+  for (const name of ['action', 'since', 'until', 'page', 'limit']) {
+    const value = text(values, name);
+    if (value !== undefined) query.set(name, value);
+  }
+  const res = await apiRequest(apiClient({ server: text(values, 'server'), key: text(values, 'key') }, process.env), 'GET', `/audit${query.size ? `?${query}` : ''}`);
+  print({ events: res.events, pagination: res.pagination });
 }

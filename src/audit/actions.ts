@@ -1,0 +1,16 @@
+// What the audit trail records (issue 57): what changed the account.
+export const AUDIT_ACTIONS = [
+  'key.created',
+  'key.revoked',
+  'file.uploaded',
+  'file.deleted',
+  'link.created',
+  'link.revoked',
+  'request.opened',
+  'request.closed',
+  'webhook.created',
+  'webhook.deleted',
+  'plan.changed',
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
