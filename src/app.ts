@@ -33,6 +33,7 @@ import type { Metrics } from './metrics.js';
 import type { WebhookEndpoints } from './webhooks/endpoints.js';
 import type { ApiKeys } from './accounts/api-keys.js';
 import type { AuditTrail } from './audit/trail.js';
+import { truncateAddress } from './audit/actor.js';
 import type { FileRequests } from './requests/service.js';
 import type { LiveRequestUploads } from './requests/live-uploads.js';
 import type { RequestLinkLimits } from './limits/request-link-limits.js';
@@ -49,7 +50,7 @@ export interface AppDeps {
   /** The account's keys under /api/v1/keys. */
   keys?: ApiKeys;
   /** The audit trail under /api/v1/audit, and AUDIT_FULL_ADDRESSES. */
-  audit?: { trail: AuditTrail; fullAddresses: boolean };
+  audit?: { trail: AuditTrail; fullAddresses: boolean; downloads?: boolean };
   /** The account's webhooks under /api/v1/webhooks. */
   webhooks?: WebhookEndpoints;
   /** File requests: the owner's routes under /api/v1/requests, the outsider's under /r/{token}, with their per-address limits. */
@@ -102,7 +103,7 @@ export function createApp(deps: AppDeps): Koa {
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
   const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service, keys: deps.keys, audit: deps.audit });
-  const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed'), corsOrigins: deps.corsOrigins?.filter((origin) => origin !== '*') });
+  const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed'), corsOrigins: deps.corsOrigins?.filter((origin) => origin !== '*'), auditAddress: deps.audit?.downloads ? (ip) => truncateAddress(ip, deps.audit!.fullAddresses) : undefined });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',
     hops: deps.trustedProxyHops ?? 1,

@@ -144,6 +144,7 @@ const schema = z
     WEBHOOK_PENDING_DOWNLOADS: integer(1, 1_000_000).default(1000),
     AUDIT_RETENTION_DAYS: integer(1, 100 * 365).default(365),
     AUDIT_FULL_ADDRESSES: flag.default(false),
+    AUDIT_DOWNLOADS: flag.default(false),
   })
   .superRefine((env, ctx) => {
     if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
@@ -334,9 +335,9 @@ const schema = z
     /**
      * The audit trail (src/audit/): rows older than retentionDays are removed
      * by the sweep; client addresses are kept as their /24 (IPv4) or /48
-     * (IPv6) unless fullAddresses.
+     * (IPv6) unless fullAddresses; complete downloads are recorded only with downloads on.
      */
-    audit: { retentionDays: env.AUDIT_RETENTION_DAYS, fullAddresses: env.AUDIT_FULL_ADDRESSES },
+    audit: { retentionDays: env.AUDIT_RETENTION_DAYS, fullAddresses: env.AUDIT_FULL_ADDRESSES, downloads: env.AUDIT_DOWNLOADS },
     /** Where objects go: DATA_DIR/objects, or S3 (STORE, or S3_BUCKET when STORE is unset). */
     store: env.STORE ?? (env.S3_BUCKET ? 's3' : 'local'),
     /** The S3 settings, present when the store is S3. */

@@ -421,7 +421,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     resumable: services.resumable,
     webhooks: services.webhooks,
     keys: services.keys,
-    audit: { trail: new AuditTrail(db.prisma), fullAddresses: config.audit.fullAddresses },
+    audit: { trail: new AuditTrail(db.prisma), fullAddresses: config.audit.fullAddresses, downloads: config.audit.downloads },
     // File requests (issue 45): their service and the per-address limits of their links.
     requests: {
       service: services.requests,

@@ -11,6 +11,8 @@ export const AUDIT_ACTIONS = [
   'webhook.created',
   'webhook.deleted',
   'plan.changed',
+  /** Only with AUDIT_DOWNLOADS: a complete download through a link (the actor is the link's user, known by address only). */
+  'file.downloaded',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -6,7 +6,8 @@ import ipaddr from 'ipaddr.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 export interface Actor {
-  kind: 'key' | 'request' | 'operator' | 'system';
+  /** A key of the account, an outsider through a file request link, someone through a download link (AUDIT_DOWNLOADS), the operator, the server. */
+  kind: 'key' | 'request' | 'link' | 'operator' | 'system';
   /** api_keys.id, its key_id and its name at the time. */
   keyId: number | null;
   keyPublicId: string | null;

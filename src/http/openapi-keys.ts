@@ -35,7 +35,7 @@ export const keySchemas = (): Record<string, Schema> => ({
   AuditEvent: object({
     action: { type: 'string', enum: [...AUDIT_ACTIONS] },
     subject: { type: ['string', 'null'], description: 'What it is about: a key_id, file_id, link_id, request_id or webhook_id; the plan for plan.changed.' },
-    actor: { type: 'string', enum: ['key', 'request', 'operator', 'system'], description: 'A key of the account, an outsider through a file request link, the operator (admin API), or the server itself.' },
+    actor: { type: 'string', enum: ['key', 'request', 'link', 'operator', 'system'], description: 'A key of the account, an outsider through a file request link, someone downloading through a link (file.downloaded, with AUDIT_DOWNLOADS), the operator (admin API), or the server itself.' },
     key_id: { type: ['string', 'null'], description: 'The key that did it.' },
     key_name: { type: ['string', 'null'], description: 'Its name at the time.' },
     request_id: { type: ['string', 'null'], description: 'The file request whose link an outsider used.' },

@@ -254,14 +254,16 @@ export class FileLinks {
    * counted nowhere. A webhook at its bound of undelivered file.downloaded
    * messages gets none for this download (events.ts); those are counted.
    */
-  async countDownload(linkId: string, fileId: number): Promise<void> {
+  async countDownload(linkId: string, fileId: number, audit?: { address: string | null }): Promise<void> {
     const now = new Date();
+    // AUDIT_DOWNLOADS: the account's audit row, in the statement that counts the download (absent: nothing more).
+    const audited = audit ? Prisma.sql`, audited AS (${auditSql('file.downloaded', 'counted', 'account_id', 'id', { ...SYSTEM, kind: 'link', address: audit.address }, now)})` : Prisma.empty;
     const rows = await this.prisma.$queryRaw<{ dropped: number }[]>`
       WITH file AS (SELECT id FROM files WHERE id = ${fileId} FOR UPDATE),
       link AS (UPDATE links SET download_count = download_count + 1 WHERE id = ${linkId} AND EXISTS (SELECT 1 FROM file) RETURNING *),
       counted AS (UPDATE files SET download_count = download_count + 1 WHERE id = ${fileId} AND EXISTS (SELECT 1 FROM link) RETURNING *),
       ${fileDownloadedSql('counted', now, this.downloadEvents)},
-      exhausted AS (${linkExhaustedSql('link', 'counted', now)})
+      exhausted AS (${linkExhaustedSql('link', 'counted', now)})${audited}
       SELECT (SELECT count(*) FROM dropped_downloads)::integer AS dropped`;
     const dropped = rows[0]?.dropped ?? 0;
     if (dropped > 0) this.downloadEvents.onDropped?.(dropped);

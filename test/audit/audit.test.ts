@@ -6,8 +6,9 @@ import { expect } from 'chai';
 import { truncateAddress } from '../../src/audit/actor.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { sharedServer } from '../helpers/shared.js';
-import type { TestServer } from '../helpers/server.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 import { create, patch, uploadUrl } from '../helpers/tus.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { newRequest, sendFile } from '../requests/helpers.js';
 
 const json = (key: string, method: string, body?: unknown) => ({ method, key, headers: { 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -103,5 +104,24 @@ describe('the audit trail', () => {
     const left = await events(apiKey);
     expect(left.map((e) => e.action)).to.deep.equal(['file.uploaded']);
     expect(left[0]!.created_at).to.not.equal(old.toISOString().slice(0, 19).replace('T', ' '));
+  });
+
+  it('when AUDIT_DOWNLOADS is on, then each complete download leaves one row with the client\'s network and no key, a range none; off, downloads leave none', async () => {
+    const { apiKey: offKey } = await t.account();
+    const offLink = (await uploadFile(t.server.url, offKey, 'off.txt', 'off')).body.public_link as string;
+    expect((await fetch(t.url(offLink))).status).to.equal(200);
+    const on = await startTestServer('pglite', { AUDIT_DOWNLOADS: 'true' });
+    try {
+      const { apiKey } = await on.account();
+      const file = (await uploadFile(on.server.url, apiKey, 'on.txt', 'on bytes')).body;
+      await (await fetch(on.url(file.public_link))).arrayBuffer();
+      await (await fetch(on.url(file.public_link), { headers: { Range: 'bytes=0-1' } })).arrayBuffer();
+      const trail = await eventually(async () => (await call(on.url('/api/v1/audit?action=file.downloaded'), { key: apiKey })).body.events, (rows) => rows.length > 0);
+      expect(trail).to.have.length(1);
+      expect(trail[0]).to.deep.include({ action: 'file.downloaded', subject: String(file.file_id), actor: 'link', key_id: null, client_address: '127.0.0.0/24' });
+    } finally {
+      await on.close();
+    }
+    expect(await events(offKey, '?action=file.downloaded')).to.deep.equal([]);
   });
 });
