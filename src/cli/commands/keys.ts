@@ -17,7 +17,7 @@ export const KEY_COMMANDS: Command[] = [
   {
     name: 'keys create',
     usage: `keys create <name> --scopes SCOPE[,SCOPE...]|'*' [--expires-in TIME] [--allowed-cidrs CIDR[,CIDR...]] ${CONNECTION_USAGE}
-      SCOPE: files:read, files:write, files:delete, links:write, requests:write, collections:write, webhooks:write, keys:write, stats:read; '*': a full key`,
+      SCOPE: files:read, files:write, files:delete, links:write, requests:write, collections:write, webhooks:write, keys:write, stats:read, audit:read; '*': a full key`,
     summary: 'Makes an API key of your account with the scopes given (never more than the key making it), and prints it with its secret, shown this once.',
     options: { ...CONNECTION, scopes: str, 'expires-in': str, 'allowed-cidrs': str },
     positionals: { min: 1, max: 1 },
