@@ -43,8 +43,9 @@ export function activityView(api: Api, report: (err: unknown) => void) {
   const body = h('tbody');
   const note = h('p', { class: 'note', hidden: true });
   const status = h('p', { class: 'pager-status', 'aria-live': 'polite' });
-  const previous = h('button', { type: 'button', onclick: () => go(page - 1) }, 'Previous page');
-  const next = h('button', { type: 'button', onclick: () => go(page + 1) }, 'Next page');
+  // Newest first, so the pages go to newer and older events (and are named apart from the files' pager).
+  const previous = h('button', { type: 'button', onclick: () => go(page - 1) }, 'Newer events');
+  const next = h('button', { type: 'button', onclick: () => go(page + 1) }, 'Older events');
   const filter = h('select', { id: 'activity-action', name: 'activity-action', onchange: () => go(1) },
     h('option', { value: '' }, 'All actions'),
     ...AUDIT_ACTIONS.map((action) => h('option', { value: action }, action)));

@@ -5,6 +5,7 @@
 import { ApiError, type Api } from './api.js';
 import { SCOPES } from './api-names.js';
 import { h } from './dom.js';
+import { secretOnce } from './secret-once.js';
 
 export interface KeyItem {
   key_id: string;
@@ -79,22 +80,7 @@ export function keysView(api: Api, report: (err: unknown) => void, onChange: () 
 
   /** The secret, this once: it is in no list, and Done (or leaving the page) forgets it. */
   function showSecret(key: KeyItem & { api_key: string }): void {
-    const code = h('code', { class: 'secret' }, key.api_key);
-    const copy = h('button', { type: 'button', onclick: async () => {
-      try {
-        await navigator.clipboard.writeText(key.api_key);
-        copy.textContent = 'Copied';
-      } catch {
-        getSelection()?.selectAllChildren(code);
-        copy.textContent = 'Press Ctrl+C';
-      }
-      setTimeout(() => (copy.textContent = 'Copy key'), 2000);
-    } }, 'Copy key');
-    const box = h('section', { class: 'new-secret', 'aria-label': 'New key', role: 'region' },
-      h('p', {}, h('strong', {}, `Key "${key.name ?? key.prefix}" made. `), 'Copy it now: this is the only time it is shown; only its hash is kept.'),
-      code, ' ', copy, ' ',
-      h('button', { type: 'button', onclick: () => secretBox.replaceChildren() }, 'Done'));
-    secretBox.replaceChildren(box);
+    secretBox.replaceChildren(secretOnce('New key', `Key "${key.name ?? key.prefix}" made; only its hash is kept.`, key.api_key, 'Copy key', () => secretBox.replaceChildren()));
   }
 
   function row(key: KeyItem): HTMLElement {

@@ -11,6 +11,7 @@ import { filesView } from './files-view.js';
 import { keysView } from './keys-view.js';
 import { requestsView } from './requests-view.js';
 import { statsView } from './stats-view.js';
+import { webhooksView } from './webhooks-view.js';
 import { startUploader } from './uploader.js';
 
 const KEY = 'dropstream.apiKey';
@@ -79,6 +80,7 @@ function appView(api: Api): void {
   });
   const requests = requestsView(api, report);
   const keys = keysView(api, report, () => void activity.reload());
+  const webhooks = webhooksView(api, report, () => void activity.reload());
   const uploads = h('div', { id: 'uploader' });
   const signOut = h('button', { type: 'button', id: 'sign-out', onclick: () => {
     endSession?.();
@@ -93,6 +95,7 @@ function appView(api: Api): void {
       files.element,
       requests.element,
       keys.element,
+      webhooks.element,
       activity.element,
       stats.element),
   );
@@ -114,6 +117,7 @@ function appView(api: Api): void {
   void files.reload();
   void requests.reload();
   void keys.reload();
+  void webhooks.reload();
   void activity.reload();
   void stats.reload();
 }

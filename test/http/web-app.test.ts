@@ -16,7 +16,8 @@ import { pino } from 'pino';
 import { SCOPES } from '../../src/accounts/scopes.js';
 import { AUDIT_ACTIONS } from '../../src/audit/actions.js';
 import { errorResponses } from '../../src/http/errors.js';
-import { AUDIT_ACTIONS as WEB_AUDIT_ACTIONS, SCOPES as WEB_SCOPES } from '../../web/api-names.js';
+import { EVENT_TYPES } from '../../src/webhooks/events.js';
+import { AUDIT_ACTIONS as WEB_AUDIT_ACTIONS, SCOPES as WEB_SCOPES, WEBHOOK_EVENTS as WEB_WEBHOOK_EVENTS } from '../../web/api-names.js';
 import { APP_CSP, WEB_DIST, webAppRoutes } from '../../src/http/web-app-routes.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { startCuttingProxy } from '../helpers/cutting-proxy.js';
@@ -316,9 +317,10 @@ describe('web app (/app)', function () {
     }
   });
 
-  it('when the web app lists scopes and audit actions, then they are the API\'s own', () => {
+  it('when the web app lists scopes, audit actions and webhook events, then they are the API\'s own', () => {
     expect(WEB_SCOPES).to.deep.equal(SCOPES);
     expect(WEB_AUDIT_ACTIONS).to.deep.equal(AUDIT_ACTIONS);
+    expect(WEB_WEBHOOK_EVENTS).to.deep.equal(EVENT_TYPES);
   });
 
   it('when dist/web was never built, then /app answers 404 naming the command to run', async () => {
@@ -420,6 +422,43 @@ describe('web app (/app)', function () {
       await activity.getByLabel('Action').selectOption('key.created');
       await activity.getByText(/\(1 event\)/).waitFor();
       expect(await actions()).to.deep.equal(['key.created']);
+    } finally {
+      await close();
+    }
+  });
+
+  itWithChromium('when an owner adds a webhook for two events in the Webhooks section, then its secret is shown once, Rotate secret shows a new one, and Remove (confirmed) ends it, each in the activity', async () => {
+    const { apiKey } = await t.account();
+    const listed = async () => ((await (await fetch(t.url('/api/v1/webhooks'), { headers: { Authorization: `Bearer ${apiKey}` } })).json()) as { webhooks: { url: string; events: string[] }[] }).webhooks;
+    const { page, complaints, close } = await open(t.server.url);
+    try {
+      await signIn(page, apiKey);
+      const webhooks = page.getByRole('region', { name: 'Webhooks' });
+      await webhooks.getByText('No webhooks.').waitFor();
+      await webhooks.getByLabel('Webhook URL').fill('https://hooks.example.com/in');
+      for (const event of ['file.downloaded', 'link.exhausted', 'upload.expired']) await webhooks.getByRole('checkbox', { name: event }).uncheck();
+      await webhooks.getByRole('button', { name: 'Add webhook' }).click();
+      const shown = webhooks.getByRole('region', { name: 'Webhook secret' });
+      const secret = (await shown.locator('code').textContent())!;
+      expect(secret).to.match(/^whsec_/);
+      await shown.getByRole('button', { name: 'Copy secret' }).click();
+      expect(await page.evaluate<string>('navigator.clipboard.readText()')).to.equal(secret);
+      const item = webhooks.locator('li.webhook', { hasText: 'https://hooks.example.com/in' });
+      expect(await item.textContent()).to.include('file.uploaded, file.deleted').and.include('active');
+      expect((await listed()).map(({ url, events }) => ({ url, events }))).to.deep.equal([{ url: 'https://hooks.example.com/in', events: ['file.uploaded', 'file.deleted'] }]);
+      // The form is ready for the next one: every event checked again.
+      expect(await webhooks.getByRole('checkbox', { name: 'upload.expired' }).isChecked()).to.equal(true);
+      await webhooks.screenshot({ path: join(shots, 'webhooks.png') });
+      await item.getByRole('button', { name: 'Rotate secret of https://hooks.example.com/in' }).click();
+      await shown.locator('code', { hasNotText: secret }).waitFor();
+      await shown.getByRole('button', { name: 'Done' }).click();
+      await item.getByRole('button', { name: 'Remove https://hooks.example.com/in' }).click();
+      await webhooks.getByText('No webhooks.').waitFor();
+      expect(await listed()).to.deep.equal([]);
+      const activity = page.getByRole('region', { name: 'Activity' });
+      await activity.getByText('(2 events)').waitFor();
+      expect(await activity.locator('tr.event td[data-label="Action"]').allTextContents()).to.deep.equal(['webhook.deleted', 'webhook.created']);
+      expect(complaints).to.deep.equal([]);
     } finally {
       await close();
     }
