@@ -464,6 +464,25 @@ describe('web app (/app)', function () {
     }
   });
 
+  itWithChromium('when the key signed in with lacks keys:write, webhooks:write and audit:read, then those sections say so with the API\'s words and the page raises no alert', async () => {
+    const { apiKey } = await t.account();
+    const made = await fetch(t.url('/api/v1/keys'), { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'narrow', scopes: ['stats:read', 'files:read', 'requests:write'] }) });
+    const { key } = (await made.json()) as { key: { api_key: string } };
+    const { page, close } = await open(t.server.url);
+    try {
+      await signIn(page, key.api_key);
+      await page.getByText(/^This key cannot manage keys \(.*keys:write/).waitFor();
+      await page.getByText(/^This key cannot manage webhooks \(.*webhooks:write/).waitFor();
+      await page.getByText(/^This key cannot read the activity \(.*audit:read/).waitFor();
+      await page.getByText('No files yet').waitFor();
+      await page.getByText('No open requests.').waitFor();
+      expect(await page.getByRole('button', { name: 'Create key' }).isVisible()).to.equal(false);
+      expect(await page.locator('#error').isHidden()).to.equal(true);
+    } finally {
+      await close();
+    }
+  });
+
   itWithChromium('when the page is 375 px wide, then the files and the account fit without sideways scrolling', async () => {
     const { apiKey } = await t.account();
     const { page, close } = await open(t.server.url, 375);
