@@ -6,9 +6,12 @@ import '@uppy/dashboard/css/style.min.css';
 import './app.css';
 import { API, Api, ApiError, type Stats } from './api.js';
 import { h } from './dom.js';
+import { activityView } from './activity-view.js';
 import { filesView } from './files-view.js';
+import { keysView } from './keys-view.js';
 import { requestsView } from './requests-view.js';
 import { statsView } from './stats-view.js';
+import { webhooksView } from './webhooks-view.js';
 import { startUploader } from './uploader.js';
 
 const KEY = 'dropstream.apiKey';
@@ -70,8 +73,14 @@ function signInView(): void {
 function appView(api: Api): void {
   clearError();
   const stats = statsView(api, report);
-  const files = filesView(api, report, () => void stats.reload());
+  const activity = activityView(api, report);
+  const files = filesView(api, report, () => {
+    void stats.reload();
+    void activity.reload();
+  });
   const requests = requestsView(api, report);
+  const keys = keysView(api, report, () => void activity.reload());
+  const webhooks = webhooksView(api, report, () => void activity.reload());
   const uploads = h('div', { id: 'uploader' });
   const signOut = h('button', { type: 'button', id: 'sign-out', onclick: () => {
     endSession?.();
@@ -85,6 +94,9 @@ function appView(api: Api): void {
       h('section', { id: 'upload', 'aria-labelledby': 'upload-title' }, h('h2', { id: 'upload-title' }, 'Upload'), uploads),
       files.element,
       requests.element,
+      keys.element,
+      webhooks.element,
+      activity.element,
       stats.element),
   );
   const stopUploader = startUploader(uploads, {
@@ -93,6 +105,7 @@ function appView(api: Api): void {
     onUploaded: () => {
       void files.reload();
       void stats.reload();
+      void activity.reload();
     },
     report,
   });
@@ -103,6 +116,9 @@ function appView(api: Api): void {
   };
   void files.reload();
   void requests.reload();
+  void keys.reload();
+  void webhooks.reload();
+  void activity.reload();
   void stats.reload();
 }
 

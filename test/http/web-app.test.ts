@@ -13,7 +13,11 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { pino } from 'pino';
+import { SCOPES } from '../../src/accounts/scopes.js';
+import { AUDIT_ACTIONS } from '../../src/audit/actions.js';
 import { errorResponses } from '../../src/http/errors.js';
+import { EVENT_TYPES } from '../../src/webhooks/events.js';
+import { AUDIT_ACTIONS as WEB_AUDIT_ACTIONS, SCOPES as WEB_SCOPES, WEBHOOK_EVENTS as WEB_WEBHOOK_EVENTS } from '../../web/api-names.js';
 import { APP_CSP, WEB_DIST, webAppRoutes } from '../../src/http/web-app-routes.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { startCuttingProxy } from '../helpers/cutting-proxy.js';
@@ -299,7 +303,7 @@ describe('web app (/app)', function () {
   });
 
   itWithChromium('when the plan\'s requests per minute run out, then the page shows the API\'s 429 with its wait', async () => {
-    // Signing in reads /stats (1), then the page lists files (2) and reads /stats again (3: refused).
+    // Signing in reads /stats (1), then the page reads its lists (files, requests, keys, activity) and /stats: the second of those is refused.
     await t.plan('web-slow', { api_access: true, requests_per_minute: 2, requests_per_day: 1000, max_file_size: 1000, daily_uploads: 1000 });
     const { apiKey } = await t.account('web-slow');
     const { page, close } = await open(t.server.url);
@@ -311,6 +315,12 @@ describe('web app (/app)', function () {
     } finally {
       await close();
     }
+  });
+
+  it('when the web app lists scopes, audit actions and webhook events, then they are the API\'s own', () => {
+    expect(WEB_SCOPES).to.deep.equal(SCOPES);
+    expect(WEB_AUDIT_ACTIONS).to.deep.equal(AUDIT_ACTIONS);
+    expect(WEB_WEBHOOK_EVENTS).to.deep.equal(EVENT_TYPES);
   });
 
   it('when dist/web was never built, then /app answers 404 naming the command to run', async () => {
@@ -343,6 +353,131 @@ describe('web app (/app)', function () {
       await page.getByText('Page 2 of 2 (12 files)').waitFor();
       expect(await names()).to.deep.equal(['n02.txt', 'n01.txt']);
       expect(await page.getByRole('button', { name: 'Next page' }).isDisabled()).to.equal(true);
+    } finally {
+      await close();
+    }
+  });
+
+  itWithChromium('when an owner creates a key with two scopes in the Keys section, then its secret is shown once with a copy button, the key works with just those scopes, and Revoke (confirmed) ends it', async () => {
+    const { apiKey } = await t.account();
+    const { page, complaints, close } = await open(t.server.url);
+    try {
+      await signIn(page, apiKey);
+      const keys = page.getByRole('region', { name: 'Keys' });
+      // The key signed in with is listed, marked as this one.
+      await keys.locator('tr.key', { hasText: 'this key' }).waitFor();
+      await keys.getByLabel('Key name').fill('CI uploads');
+      await keys.getByRole('checkbox', { name: 'files:write' }).check();
+      await keys.getByRole('checkbox', { name: 'stats:read' }).check();
+      await keys.getByLabel('Expires in (days)').fill('30');
+      await keys.getByRole('button', { name: 'Create key' }).click();
+      const shown = keys.getByRole('region', { name: 'New key' });
+      const secret = (await shown.locator('code').textContent())!;
+      const row = keys.locator('tr.key', { hasText: 'CI uploads' });
+      await row.waitFor();
+      expect(await row.textContent()).to.include('files:write, stats:read');
+      const prefix = (await row.locator('td[data-label="Prefix"]').textContent())!;
+      expect(secret.startsWith(prefix), `${secret} starts with ${prefix}`).to.equal(true);
+      expect(await row.locator('td[data-label="Expires (UTC)"]').textContent()).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+      await shown.getByRole('button', { name: 'Copy key' }).click();
+      expect(await page.evaluate<string>('navigator.clipboard.readText()')).to.equal(secret);
+      await keys.screenshot({ path: join(shots, 'keys.png') });
+      // The new key holds what was checked, and nothing more.
+      const as = (key: string, path: string) => fetch(t.url(`/api/v1${path}`), { headers: { Authorization: `Bearer ${key}` } }).then((res) => res.status);
+      expect(await as(secret, '/stats')).to.equal(200);
+      expect(await as(secret, '/files')).to.equal(403);
+      // Shown once: Done removes it, and a reload does not bring it back.
+      await shown.getByRole('button', { name: 'Done' }).click();
+      await shown.waitFor({ state: 'detached' });
+      await page.reload();
+      await keys.locator('tr.key', { hasText: 'CI uploads' }).waitFor();
+      expect(await page.content()).to.not.include(secret);
+      await keys.getByRole('button', { name: 'Revoke CI uploads' }).click();
+      await keys.locator('tr.key', { hasText: 'CI uploads' }).waitFor({ state: 'detached' });
+      expect(await eventually(() => as(secret, '/stats'), (status) => status === 401)).to.equal(401);
+      expect(complaints).to.deep.equal([]);
+    } finally {
+      await close();
+    }
+  });
+
+  itWithChromium('when keys are made and revoked and a file uploaded, then the Activity section lists them newest first, by whom, and filters by action', async () => {
+    const { apiKey } = await t.account();
+    const made = await fetch(t.url('/api/v1/keys'), { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'backup', scopes: ['files:read'] }) });
+    const { key } = (await made.json()) as { key: { key_id: string; api_key: string } };
+    expect((await fetch(t.url(`/api/v1/keys/${key.key_id}`), { method: 'DELETE', headers: { Authorization: `Bearer ${apiKey}` } })).status).to.equal(200);
+    expect((await uploadFile(t.server.url, apiKey, 'audited.txt', 'hello')).status).to.equal(201);
+    const { page, close } = await open(t.server.url);
+    try {
+      await signIn(page, apiKey);
+      const activity = page.getByRole('region', { name: 'Activity' });
+      const actions = () => activity.locator('tr.event td[data-label="Action"]').allTextContents();
+      await activity.getByText('3 events').waitFor();
+      expect(await actions()).to.deep.equal(['file.uploaded', 'key.revoked', 'key.created']);
+      const revoked = activity.locator('tr.event', { hasText: 'key.revoked' });
+      expect(await revoked.locator('td[data-label="Subject"]').textContent()).to.equal(key.key_id);
+      expect(await revoked.locator('td[data-label="From"]').textContent()).to.match(/^127\.0\.0\.0\/24$/);
+      expect(await revoked.locator('td[data-label="By"]').textContent()).to.match(/^key /);
+      await activity.screenshot({ path: join(shots, 'activity.png') });
+      await activity.getByLabel('Action').selectOption('key.created');
+      await activity.getByText(/\(1 event\)/).waitFor();
+      expect(await actions()).to.deep.equal(['key.created']);
+    } finally {
+      await close();
+    }
+  });
+
+  itWithChromium('when an owner adds a webhook for two events in the Webhooks section, then its secret is shown once, Rotate secret shows a new one, and Remove (confirmed) ends it, each in the activity', async () => {
+    const { apiKey } = await t.account();
+    const listed = async () => ((await (await fetch(t.url('/api/v1/webhooks'), { headers: { Authorization: `Bearer ${apiKey}` } })).json()) as { webhooks: { url: string; events: string[] }[] }).webhooks;
+    const { page, complaints, close } = await open(t.server.url);
+    try {
+      await signIn(page, apiKey);
+      const webhooks = page.getByRole('region', { name: 'Webhooks' });
+      await webhooks.getByText('No webhooks.').waitFor();
+      await webhooks.getByLabel('Webhook URL').fill('https://hooks.example.com/in');
+      for (const event of ['file.downloaded', 'link.exhausted', 'upload.expired']) await webhooks.getByRole('checkbox', { name: event }).uncheck();
+      await webhooks.getByRole('button', { name: 'Add webhook' }).click();
+      const shown = webhooks.getByRole('region', { name: 'Webhook secret' });
+      const secret = (await shown.locator('code').textContent())!;
+      expect(secret).to.match(/^whsec_/);
+      await shown.getByRole('button', { name: 'Copy secret' }).click();
+      expect(await page.evaluate<string>('navigator.clipboard.readText()')).to.equal(secret);
+      const item = webhooks.locator('li.webhook', { hasText: 'https://hooks.example.com/in' });
+      expect(await item.textContent()).to.include('file.uploaded, file.deleted').and.include('active');
+      expect((await listed()).map(({ url, events }) => ({ url, events }))).to.deep.equal([{ url: 'https://hooks.example.com/in', events: ['file.uploaded', 'file.deleted'] }]);
+      // The form is ready for the next one: every event checked again.
+      expect(await webhooks.getByRole('checkbox', { name: 'upload.expired' }).isChecked()).to.equal(true);
+      await webhooks.screenshot({ path: join(shots, 'webhooks.png') });
+      await item.getByRole('button', { name: 'Rotate secret of https://hooks.example.com/in' }).click();
+      await shown.locator('code', { hasNotText: secret }).waitFor();
+      await shown.getByRole('button', { name: 'Done' }).click();
+      await item.getByRole('button', { name: 'Remove https://hooks.example.com/in' }).click();
+      await webhooks.getByText('No webhooks.').waitFor();
+      expect(await listed()).to.deep.equal([]);
+      const activity = page.getByRole('region', { name: 'Activity' });
+      await activity.getByText('(2 events)').waitFor();
+      expect(await activity.locator('tr.event td[data-label="Action"]').allTextContents()).to.deep.equal(['webhook.deleted', 'webhook.created']);
+      expect(complaints).to.deep.equal([]);
+    } finally {
+      await close();
+    }
+  });
+
+  itWithChromium('when the key signed in with lacks keys:write, webhooks:write and audit:read, then those sections say so with the API\'s words and the page raises no alert', async () => {
+    const { apiKey } = await t.account();
+    const made = await fetch(t.url('/api/v1/keys'), { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'narrow', scopes: ['stats:read', 'files:read', 'requests:write'] }) });
+    const { key } = (await made.json()) as { key: { api_key: string } };
+    const { page, close } = await open(t.server.url);
+    try {
+      await signIn(page, key.api_key);
+      await page.getByText(/^This key cannot manage keys \(.*keys:write/).waitFor();
+      await page.getByText(/^This key cannot manage webhooks \(.*webhooks:write/).waitFor();
+      await page.getByText(/^This key cannot read the activity \(.*audit:read/).waitFor();
+      await page.getByText('No files yet').waitFor();
+      await page.getByText('No open requests.').waitFor();
+      expect(await page.getByRole('button', { name: 'Create key' }).isVisible()).to.equal(false);
+      expect(await page.locator('#error').isHidden()).to.equal(true);
     } finally {
       await close();
     }
