@@ -80,6 +80,8 @@ describe('pooled reads: the response head', () => {
   it('when a body is chunked or has no length, then bodyLength says so; a malformed or huge head, a 206 without Content-Range, are refused', () => {
     const head = (s: string) => readResponseHead(Buffer.from(`${s}\r\n\r\n`))!;
     expect(bodyLength(head('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked'))).to.equal(undefined);
+    // RFC 9112 6.3: Transfer-Encoding overrides a Content-Length sent with it.
+    expect(bodyLength(head('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5'))).to.equal(undefined);
     expect(bodyLength(head('HTTP/1.1 200 OK'))).to.equal(undefined);
     expect(() => head('HTTP/1.1 200 OK\r\nno colon')).to.throw(ResponseHeadError);
     expect(() => head('ICY 200 OK')).to.throw(ResponseHeadError);
@@ -178,6 +180,20 @@ describe('pooled reads: against S3 and a misbehaving store', function () {
     try {
       const err = await openPooledRead(options(fake.url)).then(() => undefined, (e: unknown) => e);
       expect(err).to.be.instanceOf(UnsupportedAnswer);
+    } finally {
+      fake.close();
+    }
+  });
+
+  it('when a store ignores the Range and answers 200 with the whole object, then only the range is sent', async () => {
+    const whole = randomBytes(1000);
+    const fake = await fakeStore((socket) => socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${whole.length}\r\n\r\n`), whole])));
+    try {
+      const body = await openPooledRead(options(fake.url, { range: { start: 100, end: 199 } }));
+      const sink = new Sink();
+      body.sendTo(sink, 100, (err) => expect.fail(String(err)));
+      await eventually(async () => sink.ended, (ended) => ended);
+      expect(sink.bytes.equals(whole.subarray(100, 200))).to.equal(true);
     } finally {
       fake.close();
     }
