@@ -82,6 +82,8 @@ export interface PooledReadOptions {
   /** Milliseconds the body may be silent while we want bytes (readIdleMs). */
   idleMs: number;
   observe?: StoreCallObserver;
+  /** Certificates to trust for an https: store besides the system's (and NODE_EXTRA_CA_CERTS); for tests. */
+  ca?: string | Buffer;
   /** For tests: called whenever reading pauses (true) or resumes (false) for want of a buffer. */
   onPause?: (paused: boolean) => void;
 }
@@ -138,7 +140,7 @@ export class PooledRead {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const onread = { buffer: () => this.nextBuffer(), callback: (n: number, buf: Buffer) => this.onRead(n, buf) };
     this.socket = secure
-      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, onread } as tls.ConnectionOptions)
+      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ca: options.ca, onread } as tls.ConnectionOptions)
       : net.connect({ host, port, onread });
     this.socket.setNoDelay(true);
     const request =
