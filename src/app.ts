@@ -31,6 +31,9 @@ import type { RequestsInFlight } from './limits/requests-in-flight.js';
 import { jsonBody } from './http/json-body.js';
 import type { Metrics } from './metrics.js';
 import type { WebhookEndpoints } from './webhooks/endpoints.js';
+import type { ApiKeys } from './accounts/api-keys.js';
+import type { AuditTrail } from './audit/trail.js';
+import { truncateAddress } from './audit/actor.js';
 import type { FileRequests } from './requests/service.js';
 import type { LiveRequestUploads } from './requests/live-uploads.js';
 import type { RequestLinkLimits } from './limits/request-link-limits.js';
@@ -44,6 +47,10 @@ export interface AppDeps {
   links: LinkService;
   /** Resumable uploads (tus) under /api/v1/uploads. */
   resumable?: ResumableUploads;
+  /** The account's keys under /api/v1/keys. */
+  keys?: ApiKeys;
+  /** The audit trail under /api/v1/audit, and AUDIT_FULL_ADDRESSES. */
+  audit?: { trail: AuditTrail; fullAddresses: boolean; downloads?: boolean };
   /** The account's webhooks under /api/v1/webhooks. */
   webhooks?: WebhookEndpoints;
   /** File requests: the owner's routes under /api/v1/requests, the outsider's under /r/{token}, with their per-address limits. */
@@ -95,8 +102,8 @@ export function createApp(deps: AppDeps): Koa {
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service });
-  const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed'), corsOrigins: deps.corsOrigins?.filter((origin) => origin !== '*') });
+  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service, keys: deps.keys, audit: deps.audit });
+  const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed'), corsOrigins: deps.corsOrigins?.filter((origin) => origin !== '*'), auditAddress: deps.audit?.downloads ? (ip) => truncateAddress(ip, deps.audit!.fullAddresses) : undefined });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',
     hops: deps.trustedProxyHops ?? 1,
@@ -110,7 +117,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
   if (deps.requests) {
-    const requestLinks = requestLinkRoutes({ requests: deps.requests.service, limits: deps.requests.limits, live: deps.requests.live, uploadExpirySeconds: deps.requests.uploadExpirySeconds, uploads: deps.uploads, resumable: deps.resumable, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl });
+    const requestLinks = requestLinkRoutes({ requests: deps.requests.service, limits: deps.requests.limits, live: deps.requests.live, uploadExpirySeconds: deps.requests.uploadExpirySeconds, uploads: deps.uploads, resumable: deps.resumable, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl, fullAddresses: deps.audit?.fullAddresses });
     app.use(requestLinks.routes()).use(requestLinks.allowedMethods());
   }
   app.use(healthRoutes(deps.readiness).routes());

@@ -144,6 +144,9 @@ const schema = z
     WEBHOOK_CONCURRENCY: integer(1, 10_000).default(16),
     WEBHOOK_ACCOUNT_CONCURRENCY: integer(1, 10_000).optional(),
     WEBHOOK_PENDING_DOWNLOADS: integer(1, 1_000_000).default(1000),
+    AUDIT_RETENTION_DAYS: integer(1, 100 * 365).default(365),
+    AUDIT_FULL_ADDRESSES: flag.default(false),
+    AUDIT_DOWNLOADS: flag.default(false),
   })
   .superRefine((env, ctx) => {
     if ((env.S3_ENDPOINT || env.S3_ACCESS_KEY_ID) && !env.S3_BUCKET) {
@@ -339,6 +342,12 @@ const schema = z
       accountConcurrency: env.WEBHOOK_ACCOUNT_CONCURRENCY ?? Math.ceil(env.WEBHOOK_CONCURRENCY / 2),
       pendingDownloads: env.WEBHOOK_PENDING_DOWNLOADS,
     },
+    /**
+     * The audit trail (src/audit/): rows older than retentionDays are removed
+     * by the sweep; client addresses are kept as their /24 (IPv4) or /48
+     * (IPv6) unless fullAddresses; complete downloads are recorded only with downloads on.
+     */
+    audit: { retentionDays: env.AUDIT_RETENTION_DAYS, fullAddresses: env.AUDIT_FULL_ADDRESSES, downloads: env.AUDIT_DOWNLOADS },
     /** Where objects go: DATA_DIR/objects, or S3 (STORE, or S3_BUCKET when STORE is unset). */
     store: env.STORE ?? (env.S3_BUCKET ? 's3' : 'local'),
     /** The S3 settings, present when the store is S3. */

@@ -44,6 +44,9 @@ import { StoreHealth } from './storage/store-health.js';
 import { untrustedForwardLog } from './http/client-address.js';
 import type { StoreCallObserver } from './storage/store-deadlines.js';
 import { WebhookEndpoints } from './webhooks/endpoints.js';
+import { ApiKeys } from './accounts/api-keys.js';
+import { LastUsed } from './accounts/last-used.js';
+import { AuditTrail } from './audit/trail.js';
 import { Relay, type RelayOptions } from './webhooks/relay.js';
 import { FileRequests } from './requests/service.js';
 import { LiveRequestUploads } from './requests/live-uploads.js';
@@ -213,6 +216,8 @@ interface Services {
   resumable: ResumableUploads;
   concurrencySlots: ConcurrencySlots;
   webhooks: WebhookEndpoints;
+  /** The account's keys as its owner manages them (/api/v1/keys). */
+  keys: ApiKeys;
   /** File requests, and their uploads in flight (cut when a request is closed, on any instance). */
   requests: FileRequests;
   requestUploads: LiveRequestUploads;
@@ -241,7 +246,8 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const callers = new CallerCache({ ttlMs: options.callerCacheMs ?? CALLER_CACHE_MS, maxEntries: 10_000 });
   const publishChange = notices.channel('caller-changes', (message) => applyCallerChange(callers, message), { onMissed: () => callers.clear() });
   const changes = new CallerChanges(callers, { publish: publishChange, logger });
-  const accounts = new AccountService(db.prisma, { cache: callers, changes });
+  const accounts = new AccountService(db.prisma, { cache: callers, changes, lastUsed: new LastUsed(db.prisma) });
+  const keys = new ApiKeys(db.prisma, changes);
   const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize }, changes);
   // The one upload ledger every upload path and the sweeper share.
   const ledger = new UploadLedger(db.prisma);
@@ -321,7 +327,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   });
   relay.start();
   closers.add('webhook relay', () => relay.close());
-  return { accounts, plans, files, uploads, ledger, links, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), requests, requestUploads, adminToken, sweep, checkOrphans };
+  return { accounts, keys, plans, files, uploads, ledger, links, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), requests, requestUploads, adminToken, sweep, checkOrphans };
 }
 
 /**
@@ -354,6 +360,7 @@ function newSweeper(config: Config, logger: Logger, db: Database, store: ObjectS
   const intervalMs = (config.gcInterval || 60) * 1000;
   return new Sweeper(db.prisma, store, ledger, resumable, {
     retryMs: { first: intervalMs / 2, max: 4 * intervalMs },
+    auditRetentionDays: config.audit.retentionDays,
     orphans: {
       ...config.gcOrphans,
       onFound: (orphans, mode) =>
@@ -413,6 +420,8 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     links: services.links,
     resumable: services.resumable,
     webhooks: services.webhooks,
+    keys: services.keys,
+    audit: { trail: new AuditTrail(db.prisma), fullAddresses: config.audit.fullAddresses, downloads: config.audit.downloads },
     // File requests (issue 45): their service and the per-address limits of their links.
     requests: {
       service: services.requests,

@@ -15,7 +15,7 @@ const LAYERS: Record<string, string[]> = {
   'HTTP: routes and middleware': ['http'],
   'features: file requests, tus, plain uploads, files, links': ['requests', 'tus', 'uploads', 'files', 'links'],
   'what features stand on: keys and plans, the outbox, limits': ['accounts', 'webhooks', 'limits'],
-  'the upload ledger: pending_objects, daily_uploads, reserved_bytes': ['ledger'],
+  'the ledgers: the upload ledger (pending_objects, daily_uploads, reserved_bytes), the audit trail': ['ledger', 'audit'],
   'services: stores, the database, notices between instances, metrics, closers, memory tuning': ['storage', 'db', 'notices', 'metrics', 'closers', 'memory'],
   'foundations': ['config', 'admin-token', 'data-dir', 'errors', 'error-codes', 'wire-date', 'client-key', 'utc-day', 'make-dir', 'startup-error', 'log-format', 'log-throttle', 'open-files', 'version'],
 };

@@ -6,11 +6,20 @@ import { accountErrors } from './errors.js';
 import { hashApiKey, newApiKey } from './keys.js';
 import { toPlan } from './plans.js';
 import type { Caller } from './types.js';
+import type { LastUsed } from './last-used.js';
+import { auditRow, SYSTEM, type Actor } from '../audit/actor.js';
 
 export type { Caller } from './types.js';
 
 /** A valid API key's account and plan, as authenticate() reads them. */
 interface KeyRow {
+  key_id: number;
+  public_id: string;
+  key_name: string | null;
+  full: boolean;
+  scopes: string[] | null;
+  expires_at: Date | null;
+  allowed_cidrs: string[] | null;
   account_id: number;
   name: string;
   api_access: boolean;
@@ -51,7 +60,16 @@ export interface AccountServiceOptions {
   cache?: CallerCache;
   /** Told after every change that affects a cached caller. */
   changes?: CallerChanges;
+  /** Writes keys' last_used_at (at most once a minute each); absent: not written. */
+  lastUsed?: LastUsed;
+  /** Now, in epoch milliseconds: judges cached keys' expiry. */
+  clock?: () => number;
 }
+
+const used = (caller: Caller, lastUsed: LastUsed | undefined): Caller => {
+  lastUsed?.touch(caller.key!.id);
+  return caller;
+};
 
 export class AccountService {
   constructor(
@@ -71,20 +89,35 @@ export class AccountService {
    */
   async authenticate(apiKey: string): Promise<Caller | undefined> {
     const hash = hashApiKey(apiKey);
-    const { cache } = this.options;
+    const { cache, lastUsed, clock = Date.now } = this.options;
     const cached = cache?.get(hash);
-    if (cached) return cached;
+    // An expired key stays in the cache until its entry does, but is refused from the instant it expires, on every instance.
+    if (cached) return cached.key!.expiresAt !== null && cached.key!.expiresAt <= clock() ? undefined : used(cached, lastUsed);
     const generation = cache?.generation ?? 0;
+    // Expired keys answer no row, as revoked and unknown ones do (the same path, the same time).
     const rows = await this.prisma.$queryRaw<KeyRow[]>`
-      SELECT a.id AS account_id, p.name, p.api_access, p.requests_per_minute, p.requests_per_day,
+      SELECT k.id AS key_id, k.public_id, k.name AS key_name, k.full, k.scopes, k.expires_at, k.allowed_cidrs,
+             a.id AS account_id, p.name, p.api_access, p.requests_per_minute, p.requests_per_day,
              p.max_file_size, p.daily_uploads, p.concurrent_uploads, p.max_total_size, p.max_expires_in
       FROM api_keys k JOIN accounts a ON a.id = k.account_id JOIN plans p ON p.id = a.plan_id
-      WHERE k.hash = ${hash} AND k.revoked_at IS NULL`;
+      WHERE k.hash = ${hash} AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`;
     const row = rows[0];
     if (!row) return undefined;
-    const caller = { accountId: row.account_id, plan: planOf(row) };
+    const caller: Caller = {
+      accountId: row.account_id,
+      plan: planOf(row),
+      key: {
+        id: row.key_id,
+        publicId: row.public_id,
+        name: row.key_name,
+        full: row.full,
+        scopes: row.full ? [] : (row.scopes ?? []),
+        expiresAt: row.expires_at === null ? null : row.expires_at.getTime(),
+        allowedCidrs: row.allowed_cidrs ?? [],
+      },
+    };
     cache?.set(hash, caller, generation);
-    return caller;
+    return used(caller, lastUsed);
   }
 
   async create(input: { plan: string; email?: string }): Promise<{ accountId: number; plan: string; apiKey: string }> {
@@ -114,10 +147,13 @@ export class AccountService {
     return { accountId, apiKey: key.key };
   }
 
-  async changePlan(accountId: number, planName: string): Promise<{ accountId: number; plan: string }> {
+  async changePlan(accountId: number, planName: string, actor: Actor = SYSTEM): Promise<{ accountId: number; plan: string }> {
     const plan = await this.findPlan(planName);
-    const { count } = await this.prisma.account.updateMany({ where: { id: accountId }, data: { planId: plan.id } });
-    if (count === 0) throw accountErrors.accountNotFound();
+    await this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.account.updateMany({ where: { id: accountId }, data: { planId: plan.id } });
+      if (count === 0) throw accountErrors.accountNotFound();
+      await tx.auditEvent.create({ data: auditRow(accountId, 'plan.changed', plan.name, actor, new Date()) });
+    });
     await this.options.changes?.accountChanged(accountId);
     return { accountId, plan: plan.name };
   }

@@ -1,3 +1,5 @@
+import type { Actor } from '../audit/actor.js';
+
 // The account component's types, in a module of their own so that the
 // modules using them (the caller cache, the services, files/ and http/)
 // import them one way, whatever imports what among those modules.
@@ -18,8 +20,30 @@ export interface Plan {
   maxExpiresIn: number | null;
 }
 
-/** Who is calling: the account behind a valid API key, with its current plan. */
+/** The API key a request came with: what it may do, until when, from where. */
+export interface CallerKey {
+  /** api_keys.id (internal; the API shows public_id). */
+  id: number;
+  /** key_id in the API. */
+  publicId: string;
+  /** The owner's label; null for the operator's keys. */
+  name: string | null;
+  /** Holds every scope, now and later. */
+  full: boolean;
+  /** Its scopes when not full (src/accounts/scopes.ts). */
+  scopes: readonly string[];
+  /** Epoch milliseconds after which it is refused; null: never. */
+  expiresAt: number | null;
+  /** The CIDR ranges it may be used from, as given; empty: anywhere. */
+  allowedCidrs: readonly string[];
+}
+
+/** Who is calling: the account behind a valid API key, with its current plan, and the key. */
 export interface Caller {
   accountId: number;
   plan: Plan;
+  /** Absent for an outsider acting through a file request link (src/http/request-link-routes.ts): no /api/v1 route lets them in. */
+  key?: CallerKey;
+  /** Who this request is, for the audit trail: set per request (the key, or the file request link, and the client address). */
+  actor?: Actor;
 }

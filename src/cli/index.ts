@@ -10,6 +10,8 @@ import { closest, HelpShown, usageErrorFor, UsageError, type Command } from './a
 import { ADMIN_COMMANDS, runAdmin } from './commands/admin.js';
 import { FILE_COMMANDS, runFiles } from './commands/files.js';
 import { REQUEST_COMMANDS, runRequests } from './commands/requests.js';
+import { AUDIT_COMMAND, KEY_COMMANDS, runAudit, runKeys } from './commands/keys.js';
+import { WEBHOOK_COMMANDS, runWebhooks } from './commands/webhooks.js';
 import { MIGRATE, SERVE, migrate, serve } from './commands/serve.js';
 import { nodeVersionWarning } from './preflight.js';
 
@@ -19,12 +21,12 @@ async function transferCommands(): Promise<Command[]> {
 }
 
 /** Commands of two words (`accounts create`), by their first. */
-const GROUPS = ['accounts', 'keys', 'plans', 'files', 'links', 'requests'];
+const GROUPS = ['accounts', 'keys', 'plans', 'files', 'links', 'requests', 'webhooks'];
 
 /** The usage text; loadtest's usage is imported only when this is printed. */
 async function usage(): Promise<string> {
   const { LOADTEST_USAGE } = await import('./loadtest/options.js');
-  const lines = [SERVE, MIGRATE, ...ADMIN_COMMANDS, ...FILE_COMMANDS, ...REQUEST_COMMANDS, ...(await transferCommands())].map((command) => `  dropstream ${command.usage}`);
+  const lines = [SERVE, MIGRATE, ...ADMIN_COMMANDS, ...KEY_COMMANDS, AUDIT_COMMAND, ...WEBHOOK_COMMANDS, ...FILE_COMMANDS, ...REQUEST_COMMANDS, ...(await transferCommands())].map((command) => `  dropstream ${command.usage}`);
   return `usage:
 ${lines.join('\n')}
 ${LOADTEST_USAGE}
@@ -32,7 +34,7 @@ ${LOADTEST_USAGE}
   dropstream --version
 
 environment (besides the server's settings, see docs/configuration.md):
-  DROPSTREAM_API_KEY    API key for upload, files and links (or --key)
+  DROPSTREAM_API_KEY    API key for upload, files, links, requests, keys, audit and webhooks (or --key)
   DROPSTREAM_SERVER     server for upload, files and links (or --server); default PUBLIC_URL, else http://localhost:$PORT
   DROPSTREAM_LINK_PASSWORD  a protected link's password for download (or --password)
   ADMIN_URL             admin API for the admin commands; default http://127.0.0.1:$ADMIN_PORT
@@ -49,7 +51,7 @@ const unknownCommand = (command: string, known: string[]) => {
 async function findCommand(argv: string[]): Promise<{ command: Command; args: string[] } | undefined> {
   const [first, second, ...rest] = argv;
   const transfers = first === 'upload' || first === 'download' ? await transferCommands() : [];
-  const all = [SERVE, MIGRATE, ...ADMIN_COMMANDS, ...FILE_COMMANDS, ...REQUEST_COMMANDS, ...transfers];
+  const all = [SERVE, MIGRATE, ...ADMIN_COMMANDS, ...KEY_COMMANDS, AUDIT_COMMAND, ...WEBHOOK_COMMANDS, ...FILE_COMMANDS, ...REQUEST_COMMANDS, ...transfers];
   if (first && GROUPS.includes(first)) {
     const group = all.filter((command) => command.name.startsWith(`${first} `));
     const names = group.map((command) => command.name.slice(first.length + 1));
@@ -93,7 +95,7 @@ export async function main(argv: string[]): Promise<boolean> {
   }
   if (!first) throw new UsageError(await usage());
   const found = await findCommand(argv);
-  if (!found) throw unknownCommand(first, ['serve', 'migrate', 'gc', 'upload', 'download', 'loadtest', 'help', ...GROUPS]);
+  if (!found) throw unknownCommand(first, ['serve', 'migrate', 'gc', 'audit', 'upload', 'download', 'loadtest', 'help', ...GROUPS]);
   const { command, args } = found;
   if (command === SERVE) {
     await serve(args);
@@ -103,6 +105,9 @@ export async function main(argv: string[]): Promise<boolean> {
   else if (ADMIN_COMMANDS.includes(command)) await runAdmin(command, args);
   else if (FILE_COMMANDS.includes(command)) await runFiles(command, args);
   else if (REQUEST_COMMANDS.includes(command)) await runRequests(command, args);
+  else if (KEY_COMMANDS.includes(command)) await runKeys(command, args);
+  else if (command === AUDIT_COMMAND) await runAudit(args);
+  else if (WEBHOOK_COMMANDS.includes(command)) await runWebhooks(command, args);
   else {
     const { transfer } = await import('./transfer.js');
     await transfer(command.name as 'upload' | 'download', args);

@@ -13,6 +13,7 @@ import { uploadEnded } from './errors.js';
 import { after } from './upload-options.js';
 import { fromFileColumns, type FileColumns, type FileRecord } from './record.js';
 import { fileEventSql } from '../webhooks/events.js';
+import { auditSql, SYSTEM, type Actor } from '../audit/actor.js';
 
 /** A complete object, ready to become a file. */
 export interface StoredFile {
@@ -29,6 +30,8 @@ export interface StoredFile {
   expiresIn?: number;
   /** Rules of the file's primary link (none: a plain public link). */
   primaryLink?: LinkRules;
+  /** Who uploaded it, for the audit row written with it. */
+  actor?: Actor;
 }
 
 export class UploadSweptError extends Error {
@@ -102,7 +105,7 @@ async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): P
       UPDATE accounts SET file_count = file_count + 1, total_bytes = total_bytes + inserted.size,
         ${storedFromReservationSql('claimed')}
       FROM inserted, claimed WHERE accounts.id = inserted.account_id
-    ), evented AS (${fileEventSql('file.uploaded', 'inserted', now)})
+    ), evented AS (${fileEventSql('file.uploaded', 'inserted', now)}), audited AS (${auditSql('file.uploaded', 'inserted', 'account_id', 'id', file.actor ?? SYSTEM, now)})
     SELECT id, account_id, filename, size, sha256, storage_key, link_token, download_count, created_at, expires_at, request_id FROM inserted`;
   const row = rows[0];
   if (!row) throw await whyNotCommitted(prisma, file.storageKey, now);
@@ -123,7 +126,7 @@ async function whyNotCommitted(prisma: PrismaClient, storageKey: string, now: Da
  * file.deleted webhook messages, all or nothing.
  * Returns the object's key, or undefined when the account has no such file.
  */
-export async function removeFileRow(prisma: PrismaClient, accountId: number, fileId: number): Promise<string | undefined> {
+export async function removeFileRow(prisma: PrismaClient, accountId: number, fileId: number, actor: Actor = SYSTEM): Promise<string | undefined> {
   const now = new Date();
   const rows = await prisma.$queryRaw<{ storage_key: string }[]>`
     WITH removed AS (
@@ -131,7 +134,7 @@ export async function removeFileRow(prisma: PrismaClient, accountId: number, fil
     ), queued AS (${queueRemovalsSql('removed', now)}), counted AS (
       UPDATE accounts SET file_count = file_count - 1, total_bytes = total_bytes - removed.size
       FROM removed WHERE accounts.id = removed.account_id
-    ), evented AS (${fileEventSql('file.deleted', 'removed', now)})
+    ), evented AS (${fileEventSql('file.deleted', 'removed', now)}), audited AS (${auditSql('file.deleted', 'removed', 'account_id', 'id', actor, now)})
     SELECT storage_key FROM removed`;
   return rows[0]?.storage_key;
 }

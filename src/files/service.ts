@@ -1,3 +1,4 @@
+import type { Actor } from '../audit/actor.js';
 import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { UploadLedger } from '../ledger/ledger.js';
@@ -56,9 +57,9 @@ export class FileService {
    * object. If that fails (or the process dies first), the file is already
    * gone from the API and the sweeper removes the object later.
    */
-  async delete(accountId: number, fileId: number): Promise<void> {
+  async delete(accountId: number, fileId: number, actor?: Actor): Promise<void> {
     const { prisma, store, ledger, onCleanupError } = this.options;
-    const storageKey = await removeFileRow(prisma, accountId, fileId);
+    const storageKey = await removeFileRow(prisma, accountId, fileId, actor);
     if (!storageKey) throw fileErrors.notFound();
     // Its downloads in flight end now, here and on the other instances, before its object goes.
     await this.options.live?.announce({ file: fileId });

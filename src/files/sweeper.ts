@@ -1,6 +1,7 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { removeExpiredFiles } from './file-rows.js';
+import { pruneAudit } from '../audit/retention.js';
 import type { PendingRecord, UploadLedger } from '../ledger/ledger.js';
 import { OrphanObjects, type OrphanCheck, type OrphanOptions } from './orphans.js';
 
@@ -40,6 +41,8 @@ export interface ExpiringUploads {
 
 export interface SweeperOptions {
   claimSeconds?: number;
+  /** AUDIT_RETENTION_DAYS: audit rows older than this many days are removed by each sweep; absent: none are. */
+  auditRetentionDays?: number;
   /** Awaited at each step; a rejection ends the sweep there, with nothing undone (as a crash would). */
   onStep?: (step: SweepStep, storageKey: string) => Promise<void>;
   clock?: () => Date;
@@ -114,6 +117,8 @@ export class Sweeper {
     const result: SweepResult = { expired: 0, uploads: 0, deletes: 0, strays: 0, orphans: 0, failed: 0 };
     // Expired files first: their objects are queued as deletes, which the records pass removes at once.
     result.expired = await removeExpiredFiles(this.prisma, this.clock(), BATCH);
+    const days = this.options.auditRetentionDays;
+    if (days !== undefined) await pruneAudit(this.prisma, new Date(this.clock().getTime() - days * 86_400_000));
     await this.sweepRecords(cutoff, result);
     await this.sweepEnded(result);
     await this.sweepResumable(result);

@@ -13,6 +13,7 @@ import { AppError, badRequest } from '../errors.js';
 import { pagination, parseListQuery } from './list-query.js';
 import { formatDate } from '../wire-date.js';
 import { tooManyFailures } from './rate-limit.js';
+import { operator } from '../audit/actor.js';
 
 export interface AdminDeps {
   accounts: AccountService;
@@ -178,7 +179,8 @@ export function adminRoutes({ accounts, plans, metrics, sweep, checkOrphans }: A
   router.patch('/admin/accounts/:id', async (ctx) => {
     const id = parse(accountId, ctx.params.id);
     const body = parse(changePlanBody, ctx.request.body);
-    const changed = await accounts.changePlan(id, body.plan);
+    // The operator's change, for the account's audit trail (the admin listener's client, whole: it is the operator's machine).
+    const changed = await accounts.changePlan(id, body.plan, operator(ctx.ip || null));
     ctx.body = { success: true, account_id: changed.accountId, plan: changed.plan };
   });
 

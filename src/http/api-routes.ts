@@ -10,6 +10,11 @@ import type { ConcurrencySlots } from '../limits/concurrent-uploads.js';
 import { MAX_FILE_ID } from '../files/file-rows.js';
 import type { BodyRateOptions } from './body-rate.js';
 import { apiGuard, type AuthState } from './auth.js';
+import { scopedGuard, unscoped } from './scoped.js';
+import type { ApiKeys } from '../accounts/api-keys.js';
+import { keyRoutes } from './key-routes.js';
+import type { AuditTrail } from '../audit/trail.js';
+import { auditRoutes } from './audit-routes.js';
 import { receivePlainUpload } from './plain-upload.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
@@ -52,6 +57,10 @@ export interface ApiDeps {
   webhooks?: WebhookEndpoints;
   /** The account's file requests; absent: no /requests routes. */
   requests?: FileRequests;
+  /** The account's keys as the owner manages them; absent: no /keys routes. */
+  keys?: ApiKeys;
+  /** The audit trail (GET /audit), and whether it keeps client addresses whole (AUDIT_FULL_ADDRESSES). */
+  audit?: { trail: AuditTrail; fullAddresses: boolean };
 }
 
 /** File ids are drawn from 1..MAX_FILE_ID (src/files/file-rows.ts): ten digits at most. */
@@ -64,20 +73,24 @@ function parseFileId(raw: string): number {
 }
 
 /** The versioned API: everything under /api/v1 needs an API key. */
-export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, requestsInFlight, bodyTimeoutMs, metrics, publicUrl, resumable, webhooks, requests }: ApiDeps) {
+export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, requestsInFlight, bodyTimeoutMs, metrics, publicUrl, resumable, webhooks, requests, keys, audit }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
-  const guard = apiGuard({
-    accounts,
-    requestLimits,
-    authFailures,
-    inFlight: requestsInFlight,
-    uploadsAllowed: (plan) => concurrencySlots.limitOf(plan.concurrentUploads),
-    metrics,
-  });
+  // need(scope): the guard, then the key's scope (scoped.ts); every route names the scope it needs.
+  const need = scopedGuard(
+    apiGuard({
+      accounts,
+      requestLimits,
+      authFailures,
+      inFlight: requestsInFlight,
+      uploadsAllowed: (plan) => concurrencySlots.limitOf(plan.concurrentUploads),
+      metrics,
+      fullAddresses: audit?.fullAddresses,
+    }),
+  );
 
-  router.post('/files/upload', guard, async (ctx) => {
+  router.post('/files/upload', need('files:write'), async (ctx) => {
     const { caller } = ctx.state;
     const file = await receivePlainUpload(ctx.req, caller, { uploads, uploadGate, concurrencySlots, bodyRate, metrics }, {
       options: (fields) => withRetention(parseUploadOptions(fields), caller.plan.maxExpiresIn),
@@ -87,20 +100,24 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
   });
 
   // The upload path is never a file id: any other method there is 405, before the key is checked.
-  router.all('/files/upload', (ctx, next) => {
+  router.all('/files/upload', unscoped('405 before the key is checked'), (ctx, next) => {
     if (ctx.method === 'POST') return next();
     throw new AppError('method_not_allowed', 'Method not allowed', { Allow: 'POST' });
   });
 
-  linkRoutes(router, guard, { links, publicUrl, parseFileId, bodyTimeoutMs });
+  linkRoutes(router, need, { links, publicUrl, parseFileId, bodyTimeoutMs });
 
-  if (webhooks) webhookRoutes(router, guard, { webhooks, bodyTimeoutMs });
+  if (webhooks) webhookRoutes(router, need, { webhooks, bodyTimeoutMs });
 
-  if (requests) requestRoutes(router, guard, { requests, publicUrl, bodyTimeoutMs });
+  if (requests) requestRoutes(router, need, { requests, publicUrl, bodyTimeoutMs });
 
-  if (resumable) tusRoutes(router, guard, { resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl });
+  if (keys) keyRoutes(router, need, { keys, bodyTimeoutMs });
 
-  router.get('/files', guard, async (ctx) => {
+  if (audit) auditRoutes(router, need, audit.trail);
+
+  if (resumable) tusRoutes(router, need, { resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl });
+
+  router.get('/files', need('files:read'), async (ctx) => {
     const { page, limit } = parseListQuery(ctx.query);
     const { files: records, total } = await files.list(ctx.state.caller.accountId, page, limit);
     ctx.body = {
@@ -110,17 +127,17 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
     };
   });
 
-  router.get('/files/:id', guard, async (ctx) => {
+  router.get('/files/:id', need('files:read'), async (ctx) => {
     const file = await files.get(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
     ctx.body = { success: true, file: presentFile(file, publicUrl) };
   });
 
-  router.delete('/files/:id', guard, async (ctx) => {
-    await files.delete(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
+  router.delete('/files/:id', need('files:delete'), async (ctx) => {
+    await files.delete(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.state.caller.actor);
     ctx.body = { success: true, message: 'File deleted successfully' };
   });
 
-  router.get('/stats', guard, async (ctx) => {
+  router.get('/stats', need('stats:read'), async (ctx) => {
     const { accountId, plan } = ctx.state.caller;
     const stats = await files.stats(accountId);
     ctx.body = {

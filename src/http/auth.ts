@@ -2,6 +2,8 @@ import type { Middleware } from 'koa';
 import type { AccountService } from '../accounts/service.js';
 import type { Caller } from '../accounts/types.js';
 import { accountErrors } from '../accounts/errors.js';
+import { allows } from '../accounts/cidr.js';
+import { truncateAddress } from '../audit/actor.js';
 import { AppError } from '../errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
@@ -25,6 +27,8 @@ export interface ApiGuardDeps {
   /** The uploads a plan allows at once (its concurrent_uploads, or the default): the in-flight cap makes room for them. */
   uploadsAllowed: (plan: Caller['plan']) => number;
   metrics?: Metrics;
+  /** AUDIT_FULL_ADDRESSES: the audit keeps client addresses whole rather than their /24 or /48. */
+  fullAddresses?: boolean;
 }
 
 /**
@@ -42,7 +46,7 @@ export interface ApiGuardDeps {
  * done (issue 50: one key's slow bodies held every connection); one past the
  * cap is 429 before it costs a point of the plan's limits.
  */
-export function apiGuard({ accounts, requestLimits, authFailures, inFlight, uploadsAllowed, metrics }: ApiGuardDeps): Middleware<AuthState> {
+export function apiGuard({ accounts, requestLimits, authFailures, inFlight, uploadsAllowed, metrics, fullAddresses = false }: ApiGuardDeps): Middleware<AuthState> {
   const refused = (seconds: number) => tooManyFailures(authFailures, seconds, metrics);
   /** A 401 counts as a failure of the address, and may be the one that puts it over. */
   const unauthorized = async (address: string, error: AppError) => {
@@ -59,6 +63,8 @@ export function apiGuard({ accounts, requestLimits, authFailures, inFlight, uplo
     const caller = key ? await accounts.authenticate(key) : undefined;
     if (!caller) throw await unauthorized(ctx.ip, accountErrors.invalidKey());
     if (!caller.plan.apiAccess) throw accountErrors.planWithoutApi(caller.plan.name);
+    const ranges = caller.key?.allowedCidrs ?? [];
+    if (ranges.length > 0 && !allows(ranges, ctx.ip)) throw accountErrors.addressNotAllowed();
 
     let leave: () => void;
     try {
@@ -69,7 +75,9 @@ export function apiGuard({ accounts, requestLimits, authFailures, inFlight, uplo
     }
     try {
       const decision = await requestLimits.take(caller.accountId, caller.plan);
-      ctx.state.caller = caller;
+      // This request's own: the cached caller, and who and where for the audit trail (src/audit/actor.ts).
+      const key = caller.key!;
+      ctx.state.caller = { ...caller, actor: { kind: 'key', keyId: key.id, keyPublicId: key.publicId, keyName: key.name, requestId: null, address: truncateAddress(ctx.ip, fullAddresses) } };
       const window = setLimitHeaders(ctx, decision);
       if (!decision.allowed) {
         metrics?.rateLimitRefusals.inc({ reason: window.name });

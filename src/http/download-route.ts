@@ -32,6 +32,8 @@ export interface DownloadDeps {
   onCountError: (err: unknown) => void;
   /** CORS_ORIGINS listed by name: their pages may fetch a password link with its password (cross-site.ts). */
   corsOrigins?: readonly string[];
+  /** AUDIT_DOWNLOADS: the address the audit keeps of a downloading client (absent: downloads are not recorded). */
+  auditAddress?: (ip: string) => string | null;
 }
 
 const TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
@@ -83,7 +85,8 @@ export function basicPassword(header: string | undefined): string | undefined {
  * open or hand out); this route reads the request's headers and writes the
  * response.
  */
-export function downloadRoutes({ downloads, tokenFailures, passwordFailures, metrics, rate, onCountError, corsOrigins }: DownloadDeps) {
+export function downloadRoutes({ downloads, tokenFailures, passwordFailures, metrics, rate, onCountError, corsOrigins, auditAddress }: DownloadDeps) {
+  const auditOf = (ctx: Context) => (auditAddress ? { address: auditAddress(ctx.ip) } : undefined);
   const router = new Router();
 
   /**
@@ -133,7 +136,7 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
    * no-store: a cached redirect would outlive its URL, and the count.
    */
   async function redirect(ctx: Context, grant: DownloadGrant, range: ByteRange | undefined): Promise<void> {
-    const url = await downloads.handOut(grant, range, { disposition: attachment(grant.file.filename) });
+    const url = await downloads.handOut(grant, range, { disposition: attachment(grant.file.filename), audit: auditOf(ctx) });
     ctx.remove('Content-Range');
     ctx.remove('Accept-Ranges');
     ctx.remove('ETag');
@@ -162,7 +165,7 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
     const wanted = describe(ctx, grant.file);
     if (!wanted) return;
     if (downloads.offloads(grant, wanted.range)) return redirect(ctx, grant, wanted.range);
-    const download = await downloads.open(grant, wanted.range);
+    const download = await downloads.open(grant, wanted.range, auditOf(ctx));
     if (!download) return failed(ctx, fileErrors.notFound());
     const { body, length, settle } = download;
 

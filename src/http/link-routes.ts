@@ -1,12 +1,13 @@
 // The links of a file (issue 23): list, create, revoke. Under /api/v1, with
-// the same guard (key, plan, rate limits, counting) as every other route.
+// the same guard (key, plan, rate limits, counting) as every other route;
+// reading them needs files:read, making and revoking them links:write.
 import type Router from '@koa/router';
-import type { Middleware } from 'koa';
 import { badRequest } from '../errors.js';
 import { fileErrors } from '../files/errors.js';
 import { OPTION_NAMES, isOptionName, linkRulesOf, parseUploadOptions } from '../files/upload-options.js';
 import type { LinkService } from '../links/service.js';
 import type { AuthState } from './auth.js';
+import type { Need } from './scoped.js';
 import { jsonBody } from './json-body.js';
 import { presentLink } from './present.js';
 
@@ -27,27 +28,27 @@ function linkOptions(body: unknown) {
   return parseUploadOptions(body as Record<string, unknown>, 'json');
 }
 
-export function linkRoutes(router: Router<AuthState>, guard: Middleware, { links: service, publicUrl, parseFileId, bodyTimeoutMs }: LinkRouteDeps): void {
+export function linkRoutes(router: Router<AuthState>, need: Need, { links: service, publicUrl, parseFileId, bodyTimeoutMs }: LinkRouteDeps): void {
   const body = jsonBody({ limit: '16kb', invalid: () => badRequest('invalid_json', 'The body must be a JSON object'), timeoutMs: bodyTimeoutMs });
-  router.get('/files/:id/links', guard, async (ctx) => {
+  router.get('/files/:id/links', need('files:read'), async (ctx) => {
     const links = await service.list(ctx.state.caller.accountId, parseFileId(ctx.params.id!));
     if (!links) throw fileErrors.notFound();
     ctx.body = { success: true, links: links.map((link) => presentLink(link, publicUrl)) };
   });
 
   // The key is checked before the body is read, as on every route.
-  router.post('/files/:id/links', guard, body, async (ctx) => {
+  router.post('/files/:id/links', need('links:write'), body, async (ctx) => {
     const fileId = parseFileId(ctx.params.id!);
     // expires_in counts from now; the password is hashed before the link is written.
     const now = new Date();
-    const link = await service.create(ctx.state.caller.accountId, fileId, await linkRulesOf(linkOptions(ctx.request.body ?? {}), now), now);
+    const link = await service.create(ctx.state.caller.accountId, fileId, await linkRulesOf(linkOptions(ctx.request.body ?? {}), now), now, ctx.state.caller.actor);
     if (!link) throw fileErrors.notFound();
     ctx.status = 201;
     ctx.body = { success: true, link: presentLink(link, publicUrl) };
   });
 
-  router.delete('/files/:id/links/:linkId', guard, async (ctx) => {
-    const revoked = await service.revoke(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.params.linkId!);
+  router.delete('/files/:id/links/:linkId', need('links:write'), async (ctx) => {
+    const revoked = await service.revoke(ctx.state.caller.accountId, parseFileId(ctx.params.id!), ctx.params.linkId!, ctx.state.caller.actor);
     // The file's new public link, so the owner need not list the links to learn it.
     ctx.body =
       revoked.outcome === 'rotated'

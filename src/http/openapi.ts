@@ -11,6 +11,8 @@ import { ERROR_CODE_NAMES, ERROR_CODES } from '../error-codes.js';
 import { linkPaths, linkSchema } from './openapi-links.js';
 import { tusPaths, withTus } from './openapi-tus.js';
 import { webhookEvents, webhookPaths, webhookSchemas } from './openapi-webhooks.js';
+import { keyPaths, keySchemas } from './openapi-keys.js';
+import { SCOPES } from '../accounts/scopes.js';
 import { requestPaths, requestSchemas } from './openapi-requests.js';
 import {
   API_KEY,
@@ -54,12 +56,13 @@ function components(publicUrl: string): OpenApiDocument['components'] {
     'Sent on every response to a request that passed authentication and the plan check (not on 401, 403 `plan_without_api_access` or 429 `too_many_failures`). It describes the window closest to refusing, or the one that refused.';
   return {
     securitySchemes: {
-      bearerAuth: { type: 'http', scheme: 'bearer', description: 'The account\'s API key (`ds_live_...`) as `Authorization: Bearer <API key>`. Never read from the query string.' },
+      bearerAuth: { type: 'http', scheme: 'bearer', description: `The account's API key (\`ds_live_...\`) as \`Authorization: Bearer <API key>\`. Never read from the query string. A key holds scopes (${SCOPES.join(', ')}) or is full; each operation needs one (docs/keys.md), else 403 \`insufficient_scope\`.` },
     },
     schemas: {
       File: object(fileFields(publicUrl), 'A file record.'),
       Link: linkSchema(publicUrl),
       ...webhookSchemas(),
+      ...keySchemas(),
       ...requestSchemas(publicUrl),
       Pagination: object({
         page: { type: 'integer', minimum: 1, description: 'Current page number.' },
@@ -82,7 +85,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
     },
     responses: {
       Unauthorized: error(`Missing or invalid API key: ${codes('missing_api_key', 'invalid_api_key')}.`, { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') }, false),
-      Forbidden: error(`The account's plan does not include the API: ${codes('plan_without_api_access')}.`, {}, false),
+      Forbidden: error(`The account's plan does not include the API: ${codes('plan_without_api_access')}; the key lacks the scope the operation needs (docs/keys.md: each operation's summary or the Keys page names it): ${codes('insufficient_scope')}, with \`WWW-Authenticate: Bearer error="insufficient_scope", scope="..."\`; the key may not be used from this address: ${codes('address_not_allowed')}.`, {}, false),
       TooManyRequests: error(
         `${codes('rate_limited')}: the plan's requests per minute or per day are used up (with the rate-limit headers of the refusing window). ${codes('too_many_failures')}: this address sent too many bad API keys in the last minute. ${codes('too_many_requests_in_flight')}: the account already has \`ACCOUNT_REQUESTS_IN_FLIGHT\` requests (plus its plan's \`concurrent_uploads\`) in progress on this instance.`,
         { 'Retry-After': ref('headers', 'Retry-After') },
@@ -316,12 +319,14 @@ export function openApiDocument(publicUrl: string): OpenApiDocument {
       { name: 'uploads', description: 'Resumable uploads (tus 1.0.0): create, write from an offset, ask the offset, terminate.' },
       { name: 'webhooks', description: 'Signed event deliveries to the account\'s own URLs (Standard Webhooks): add, list, remove, rotate the secret, see deliveries. The events sent are under `webhooks`.' },
       { name: 'requests', description: 'File requests: upload links through which people without an account send files into the account (the owner\'s routes need the key; the `/r/{token}` routes do not).' },
+      { name: 'keys', description: 'The account\'s API keys: make one with scopes, an expiry and address ranges (never wider than the key making it), list them, revoke one.' },
+      { name: 'audit', description: 'What changed the account, who did it (which key, or which file request link), when and from which network.' },
       { name: 'account', description: 'Statistics and plan limits.' },
       { name: 'downloads', description: 'Public download links, without a key.' },
       { name: 'operations', description: 'Liveness and readiness.' },
       { name: 'docs', description: 'This description and its viewer.' },
     ],
-    paths: { ...apiPaths(publicUrl), ...linkPaths(), ...webhookPaths(), ...requestPaths(), ...tusPaths(publicUrl), ...publicPaths() },
+    paths: { ...apiPaths(publicUrl), ...linkPaths(), ...webhookPaths(), ...keyPaths(), ...requestPaths(), ...tusPaths(publicUrl), ...publicPaths() },
     webhooks: webhookEvents(),
     components: withTus(components(publicUrl)),
   };

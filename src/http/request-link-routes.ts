@@ -6,6 +6,7 @@
 // request's) through the same services as /api/v1: the plain upload and tus
 // (tus-routes.ts with a scope); each takes a place of the request
 // (src/requests/places.ts) before any byte is read.
+import { SYSTEM, truncateAddress } from '../audit/actor.js';
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { ConcurrencySlots } from '../limits/concurrent-uploads.js';
@@ -32,6 +33,8 @@ import { refusalAsPage, requestPage } from './request-page.js';
 import { tusRoutes } from './tus-routes.js';
 
 export interface RequestLinkDeps {
+  /** AUDIT_FULL_ADDRESSES: the audit keeps the outsider's address whole rather than its /24 or /48. */
+  fullAddresses?: boolean;
   requests: FileRequests;
   /** Uploads in flight through requests, cut when their request is closed or expires, or at their deadline. */
   live: LiveRequestUploads;
@@ -74,7 +77,7 @@ async function checkPassword(authorization: string | undefined, hash: string, re
 }
 
 /** The guard of every /r/ route; see the top of this file. */
-function linkGuard({ requests, limits, tokenFailures, passwordFailures, metrics }: RequestLinkDeps): Middleware<RequestLinkState> {
+function linkGuard({ requests, limits, tokenFailures, passwordFailures, metrics, fullAddresses = false }: RequestLinkDeps): Middleware<RequestLinkState> {
   return async (ctx, next) => {
     const address = ctx.ip;
     // A Redis that fails lets the request go on, as the other limits do; the owner's plan still bounds it.
@@ -94,7 +97,8 @@ function linkGuard({ requests, limits, tokenFailures, passwordFailures, metrics 
       throw err;
     }
     if (open.passwordHash !== null) await checkPassword(ctx.get('Authorization') || undefined, open.passwordHash, open.request.id, passwordGuard({ address: tokenFailures, link: passwordFailures, metrics }, address));
-    ctx.state.caller = open.owner;
+    // The owner's limits; for the audit trail, the outsider through this request's link (src/audit/actor.ts).
+    ctx.state.caller = { ...open.owner, actor: { ...SYSTEM, kind: 'request', requestId: open.request.id, address: truncateAddress(address, fullAddresses) } };
     ctx.state.fileRequest = open.request;
     await next();
   };
@@ -141,7 +145,7 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
   });
 
   if (resumable) {
-    tusRoutes(router as unknown as Router<AuthState>, guard as unknown as Middleware<AuthState>, {
+    tusRoutes(router as unknown as Router<AuthState>, () => guard as unknown as Middleware<AuthState>, {
       resumable,
       uploadGate,
       concurrencySlots,

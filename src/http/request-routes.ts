@@ -2,13 +2,13 @@
 // received), close. Under /api/v1, behind the same guard as every route.
 // The outsider's side is request-link-routes.ts.
 import type Router from '@koa/router';
-import type { Middleware } from 'koa';
 import { z } from 'zod';
 import { normalName, unshowable } from '../files/filename.js';
 import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
 import { requestErrors } from '../requests/errors.js';
 import type { FileRequest, FileRequests, NewFileRequest } from '../requests/service.js';
 import type { AuthState } from './auth.js';
+import type { Need } from './scoped.js';
 import { jsonBody } from './json-body.js';
 import { pagination, parseListQuery } from './list-query.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
@@ -88,28 +88,28 @@ export const presentRequest = (request: FileRequest, publicUrl: string) => ({
   created_at: formatDate(request.createdAt),
 });
 
-/** Adds the /requests routes to the API router, each behind `guard`. */
-export function requestRoutes(router: Router<AuthState>, guard: Middleware<AuthState>, { requests, publicUrl, bodyTimeoutMs }: RequestRouteDeps): void {
+/** Adds the /requests routes to the API router, each needing requests:write (reading a request shows what it received: its owner's business). */
+export function requestRoutes(router: Router<AuthState>, need: Need, { requests, publicUrl, bodyTimeoutMs }: RequestRouteDeps): void {
   const body = jsonBody({ limit: '16kb', invalid: () => requestErrors.invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
-  router.post('/requests', guard, body, async (ctx) => {
-    const request = await requests.create(ctx.state.caller.accountId, parseNewRequest(ctx.request.body));
+  router.post('/requests', need('requests:write'), body, async (ctx) => {
+    const request = await requests.create(ctx.state.caller.accountId, parseNewRequest(ctx.request.body), new Date(), ctx.state.caller.actor);
     ctx.status = 201;
     ctx.body = { success: true, request: presentRequest(request, publicUrl) };
   });
 
-  router.get('/requests', guard, async (ctx) => {
+  router.get('/requests', need('requests:write'), async (ctx) => {
     const { page, limit } = parseListQuery(ctx.query);
     const { requests: rows, total } = await requests.list(ctx.state.caller.accountId, page, limit);
     ctx.body = { success: true, requests: rows.map((r) => presentRequest(r, publicUrl)), pagination: pagination(page, limit, total) };
   });
 
-  router.get('/requests/:id', guard, async (ctx) => {
+  router.get('/requests/:id', need('requests:write'), async (ctx) => {
     const { request, files } = await requests.get(ctx.state.caller.accountId, ctx.params.id!);
     ctx.body = { success: true, request: presentRequest(request, publicUrl), files: files.map((f) => presentFile(f, publicUrl)) };
   });
 
-  router.delete('/requests/:id', guard, async (ctx) => {
-    const ended = await requests.close(ctx.state.caller.accountId, ctx.params.id!);
+  router.delete('/requests/:id', need('requests:write'), async (ctx) => {
+    const ended = await requests.close(ctx.state.caller.accountId, ctx.params.id!, new Date(), ctx.state.caller.actor);
     ctx.body = { success: true, message: `File request closed; the files it received stay${ended ? `, and its ${ended} upload${ended === 1 ? '' : 's'} in progress ended` : ''}` };
   });
 }

@@ -3,6 +3,7 @@
 // checksum (sha256). Every request passes the same guard as the rest of the
 // API (key, plan, per-minute and per-day counting); every error is our JSON
 // shape. The work is in src/tus/uploads.ts; this file only speaks HTTP.
+import type { Scope } from '../accounts/scopes.js';
 import type Router from '@koa/router';
 import type { RouterContext } from '@koa/router';
 import type { Middleware } from 'koa';
@@ -118,10 +119,15 @@ async function scopedUploadId(tus: Tus, ctx: Ctx): Promise<string> {
   return id;
 }
 
-/** Adds the tus routes to the API router, each behind `guard` (api-routes.ts: the same apiGuard as every API route). */
-export function tusRoutes(router: Router<AuthState>, guard: Middleware<AuthState>, deps: TusDeps): void {
+/**
+ * Adds the tus routes to a router, each behind need('files:write') (api-routes.ts:
+ * the API guard and the scope; every tus request is part of uploading, so an
+ * upload-only key can create, write, resume, list and end its uploads). A
+ * file request's link passes its own guard, whatever the scope.
+ */
+export function tusRoutes(router: Router<AuthState>, need: (scope: Scope) => Middleware<AuthState>, deps: TusDeps): void {
   const tus: Tus = { ...deps, base: `${new URL(deps.publicUrl).pathname.replace(/\/+$/, '')}/api/v1/uploads` };
-  const guarded = [tusHeader, guard, tusVersion] as const;
+  const guarded = [tusHeader, need('files:write'), tusVersion] as const;
   router.options('/uploads', ...guarded, (ctx) => describeServer(tus, ctx));
   router.post('/uploads', closeUnreadBody, ...guarded, (ctx) => createUpload(tus, ctx));
   // Before GET: @koa/router would otherwise answer HEAD with the GET route.

@@ -156,17 +156,18 @@ export class Downloads {
    * store is to answer with. A whole download is counted now, when it is
    * handed out (the store cannot tell us when it ends).
    */
-  async handOut(grant: DownloadGrant, range: ByteRange | undefined, { disposition }: { disposition: string }): Promise<string> {
+  async handOut(grant: DownloadGrant, range: ByteRange | undefined, { disposition, audit }: { disposition: string; audit?: { address: string | null } }): Promise<string> {
     if (!this.offloads(grant, range)) throw new Error('handOut of a download that is not offloaded');
     const left = grant.expiresAt ? Math.floor((grant.expiresAt.getTime() - this.clock().getTime()) / 1000) : Infinity;
     const seconds = Math.max(1, Math.min(this.offload!.seconds, left));
     const url = await this.store.presignGet!(grant.file.storageKey, { seconds, disposition, contentType: 'application/octet-stream' });
-    await this.links.countDownload(grant.linkId, grant.file.id);
+    await this.links.countDownload(grant.linkId, grant.file.id, audit);
     return url;
   }
 
   /** The body of `grant`'s file, or of `range` of it; undefined when the link went since it was authorised. */
-  async open(grant: DownloadGrant, range?: ByteRange): Promise<OpenedDownload | undefined> {
+  /** `audit`: with AUDIT_DOWNLOADS, the client's address for the audit row its count writes. */
+  async open(grant: DownloadGrant, range?: ByteRange, audit?: { address: string | null }): Promise<OpenedDownload | undefined> {
     const { file, linkId, budget } = grant;
     const length = range ? range.end - range.start + 1 : file.size;
     const charge = chargeOf(length);
@@ -198,7 +199,7 @@ export class Downloads {
         settled = true;
         tracked?.done();
         if (sent < length) return giveBack(sent);
-        if (whole) await this.links.countDownload(linkId, file.id);
+        if (whole) await this.links.countDownload(linkId, file.id, audit);
       },
     };
   }

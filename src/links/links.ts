@@ -9,6 +9,7 @@
 // of the file; a limited link's bytes are reserved in one conditional
 // UPDATE, which PostgreSQL serialises on the row, so budgets hold across
 // concurrent requests and instances.
+import { auditSql, SYSTEM, type Actor } from '../audit/actor.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DEFAULT_DOWNLOAD_EVENT_LIMITS, fileDownloadedSql, linkExhaustedSql, type DownloadEventLimits } from '../webhooks/events.js';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
@@ -170,7 +171,7 @@ export class FileLinks {
   }
 
   /** A new link to the account's file; undefined when the account has no such file. */
-  async create(accountId: number, fileId: number, rules: LinkRules, now = new Date()): Promise<LinkRecord | undefined> {
+  async create(accountId: number, fileId: number, rules: LinkRules, now = new Date(), actor: Actor = SYSTEM): Promise<LinkRecord | undefined> {
     const rows = await this.prisma.$queryRaw<LinkRow[]>`
       WITH l AS (
         INSERT INTO links (id, file_id, token, expires_at, max_downloads, password_hash, created_at)
@@ -178,7 +179,7 @@ export class FileLinks {
           ${rules.passwordHash ?? null}::text, ${now}::timestamp(3)
         FROM files WHERE id = ${fileId} AND account_id = ${accountId}
         RETURNING *
-      )
+      ), audited AS (${auditSql('link.created', 'l JOIN files lf ON lf.id = l.file_id', 'lf.account_id', 'l.id', actor, now)})
       SELECT ${LINK_COLUMNS} FROM l JOIN files f ON f.id = l.file_id`;
     return rows[0] ? toLink(rows[0]) : undefined;
   }
@@ -191,14 +192,14 @@ export class FileLinks {
    * it. Returns what was removed (with the fresh primary link, whose URL the
    * owner needs next), or undefined when there is no such link.
    */
-  async revoke(accountId: number, fileId: number, linkId: string, now = new Date()): Promise<Revocation | undefined> {
+  async revoke(accountId: number, fileId: number, linkId: string, now = new Date(), actor: Actor = SYSTEM): Promise<Revocation | undefined> {
     // The fresh link is read from the CTE's RETURNING: the statement's
     // snapshot does not see its own insert in the table.
     const rows = await this.prisma.$queryRaw<({ was_primary: boolean } & Partial<LinkRow>)[]>`
       WITH removed AS (
         DELETE FROM links l USING files f
         WHERE l.id = ${linkId} AND l.file_id = f.id AND f.id = ${fileId} AND f.account_id = ${accountId}
-        RETURNING l.file_id, l.token = f.link_token AS was_primary, l.expires_at, l.max_downloads, l.password_hash, f.expires_at AS file_expires_at
+        RETURNING l.id, f.account_id, l.file_id, l.token = f.link_token AS was_primary, l.expires_at, l.max_downloads, l.password_hash, f.expires_at AS file_expires_at
       ), fresh AS (
         INSERT INTO links (id, file_id, token, expires_at, max_downloads, password_hash, created_at)
         SELECT ${newLinkId()}, file_id, ${newLinkToken()}, expires_at, max_downloads, password_hash, ${now}::timestamp(3)
@@ -206,7 +207,8 @@ export class FileLinks {
         RETURNING *
       ), pointed AS (
         UPDATE files SET link_token = fresh.token FROM fresh WHERE files.id = fresh.file_id
-      )
+      ), audited AS (${auditSql('link.revoked', 'removed', 'account_id', 'id', actor, now)}),
+      audited_fresh AS (${auditSql('link.created', 'fresh, removed', 'removed.account_id', 'fresh.id', actor, now)})
       SELECT r.was_primary, n.id, n.file_id, n.token, true AS "primary", least(n.expires_at, r.file_expires_at) AS expires_at,
         n.max_downloads, n.password_hash, n.download_count, n.bytes_served, n.created_at
       FROM removed r LEFT JOIN fresh n ON n.file_id = r.file_id`;
@@ -252,14 +254,16 @@ export class FileLinks {
    * counted nowhere. A webhook at its bound of undelivered file.downloaded
    * messages gets none for this download (events.ts); those are counted.
    */
-  async countDownload(linkId: string, fileId: number): Promise<void> {
+  async countDownload(linkId: string, fileId: number, audit?: { address: string | null }): Promise<void> {
     const now = new Date();
+    // AUDIT_DOWNLOADS: the account's audit row, in the statement that counts the download (absent: nothing more).
+    const audited = audit ? Prisma.sql`, audited AS (${auditSql('file.downloaded', 'counted', 'account_id', 'id', { ...SYSTEM, kind: 'link', address: audit.address }, now)})` : Prisma.empty;
     const rows = await this.prisma.$queryRaw<{ dropped: number }[]>`
       WITH file AS (SELECT id FROM files WHERE id = ${fileId} FOR UPDATE),
       link AS (UPDATE links SET download_count = download_count + 1 WHERE id = ${linkId} AND EXISTS (SELECT 1 FROM file) RETURNING *),
       counted AS (UPDATE files SET download_count = download_count + 1 WHERE id = ${fileId} AND EXISTS (SELECT 1 FROM link) RETURNING *),
       ${fileDownloadedSql('counted', now, this.downloadEvents)},
-      exhausted AS (${linkExhaustedSql('link', 'counted', now)})
+      exhausted AS (${linkExhaustedSql('link', 'counted', now)})${audited}
       SELECT (SELECT count(*) FROM dropped_downloads)::integer AS dropped`;
     const dropped = rows[0]?.dropped ?? 0;
     if (dropped > 0) this.downloadEvents.onDropped?.(dropped);

@@ -1,6 +1,7 @@
 // The links component as the routes see it: a file's links (list, create,
 // revoke) and downloads through them (download.ts). Built once by the
 // composition root.
+import type { Actor } from '../audit/actor.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { DownloadEventLimits } from '../webhooks/events.js';
@@ -39,8 +40,8 @@ export class LinkService {
   }
 
   /** A new link to the account's file with `rules` (the password already hashed: upload-options.ts's linkRulesOf); undefined for no such file. */
-  create(accountId: number, fileId: number, rules: LinkRules, now = new Date()): Promise<LinkRecord | undefined> {
-    return this.links.create(accountId, fileId, rules, now);
+  create(accountId: number, fileId: number, rules: LinkRules, now = new Date(), actor?: Actor): Promise<LinkRecord | undefined> {
+    return this.links.create(accountId, fileId, rules, now, actor);
   }
 
   /**
@@ -48,9 +49,9 @@ export class LinkService {
    * every instance (links are read from the database on every download,
    * never cached). Revoking the primary link rotates it (links.ts).
    */
-  async revoke(accountId: number, fileId: number, linkId: string): Promise<Revocation> {
+  async revoke(accountId: number, fileId: number, linkId: string, actor?: Actor): Promise<Revocation> {
     // Link ids are UUIDs; anything else names no link, and is not worth a query.
-    const outcome = LINK_ID.test(linkId) ? await this.links.revoke(accountId, fileId, linkId) : undefined;
+    const outcome = LINK_ID.test(linkId) ? await this.links.revoke(accountId, fileId, linkId, new Date(), actor) : undefined;
     if (!outcome) throw linkErrors.notFound();
     // Its downloads in flight end too, on every instance (live-downloads.ts).
     await this.options.live?.announce({ link: linkId });

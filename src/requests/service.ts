@@ -3,6 +3,7 @@
 // Uploads through a request are the owner's uploads: the routes call the
 // plain and tus services with the owner's caller (narrowed by forOwner) and
 // take a place (places.ts) for each.
+import { auditRow, SYSTEM, type Actor } from '../audit/actor.js';
 import { randomBytes } from 'node:crypto';
 import { toPlan } from '../accounts/plans.js';
 import type { Caller } from '../accounts/types.js';
@@ -112,23 +113,25 @@ export class FileRequests {
     private readonly live?: LiveRequestUploads,
   ) {}
 
-  async create(accountId: number, input: NewFileRequest, now = new Date()): Promise<FileRequest> {
+  async create(accountId: number, input: NewFileRequest, now = new Date(), actor: Actor = SYSTEM): Promise<FileRequest> {
     const maxFiles = input.maxFiles === undefined ? REQUEST_DEFAULTS.maxFiles : input.maxFiles;
     const expiresIn = input.expiresIn === undefined ? REQUEST_DEFAULTS.expiresIn : input.expiresIn;
-    const row = await this.prisma.fileRequest.create({
+    const id = newRequestId();
+    const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+    const [row] = await this.prisma.$transaction([this.prisma.fileRequest.create({
       data: {
-        id: newRequestId(),
+        id,
         accountId,
         token: newRequestToken(),
         title: input.title ?? null,
         maxFiles,
         maxFileSize: input.maxFileSize === undefined ? null : BigInt(input.maxFileSize),
         expiresAt: expiresIn === null ? null : new Date(now.getTime() + expiresIn * 1000),
-        passwordHash: input.password === undefined ? null : await hashPassword(input.password),
+        passwordHash,
         createdAt: now,
       },
       include: withCount,
-    });
+    }), this.prisma.auditEvent.create({ data: auditRow(accountId, 'request.opened', id, actor, now) })]);
     return toRequest(row);
   }
 
@@ -164,11 +167,12 @@ export class FileRequests {
    * are cut, here and on the other instances (live-uploads.ts), and the
    * sweep removes their bytes. Returns how many uploads were ended.
    */
-  async close(accountId: number, id: string, now = new Date()): Promise<number> {
+  async close(accountId: number, id: string, now = new Date(), actor: Actor = SYSTEM): Promise<number> {
     if (!REQUEST_ID.test(id)) throw requestErrors.notFound();
     const ended = await this.prisma.$transaction(async (tx) => {
       const { count } = await tx.fileRequest.updateMany({ where: { id, accountId, closedAt: null }, data: { closedAt: now } });
       if (count === 0) return undefined;
+      await tx.auditEvent.create({ data: auditRow(accountId, 'request.closed', id, actor, now) });
       return settleRequestUploads(tx, id, (held) => endUploadsSql(held, now));
     });
     if (ended === undefined) throw requestErrors.notFound();

@@ -7,6 +7,7 @@
 // the object store. The running hash itself is held by the instance that
 // wrote the last request (held-hashes.ts), as a speed-up only: elsewhere
 // the digest is read from the completed object.
+import type { Actor } from '../audit/actor.js';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../accounts/types.js';
 import { AppError } from '../errors.js';
@@ -196,7 +197,7 @@ export class ResumableUploads {
       const lock = await this.locker.lock(id, caller.accountId, view.offset);
       if (lock) {
         try {
-          return statusOf(lock.row, await this.finishOrRemove(lock.row, lock.token));
+          return statusOf(lock.row, await this.finishOrRemove(lock.row, lock.token, caller.actor));
         } finally {
           await lock.unlock();
         }
@@ -306,7 +307,7 @@ export class ResumableUploads {
     // The row names the running hash now, and the lock is still ours: a newer request reads this row only after we unlock.
     written.hashSaved();
     if (interrupted !== undefined && !finished) throw cutAt(interrupted, written.offset);
-    const file = finished ? await this.finishOrRemove(next, token) : undefined;
+    const file = finished ? await this.finishOrRemove(next, token, caller.actor) : undefined;
     return { status: statusOf(next, file), received: written.received, resumedAt: row.interrupted ? row.offset : undefined };
   }
 
@@ -318,7 +319,7 @@ export class ResumableUploads {
       if (!view?.file) throw resumableErrors.notFound();
       return { status: statusOf(row, view.file), received: 0 };
     }
-    return { status: statusOf(row, await this.finishOrRemove(row, token)), received: 0 };
+    return { status: statusOf(row, await this.finishOrRemove(row, token, caller.actor)), received: 0 };
   }
 
   /** The length this request leaves the upload with; a deferred one may be declared once, never changed. */
@@ -347,9 +348,9 @@ export class ResumableUploads {
    * request was closed or expired meanwhile), removes it under the lock
    * `token`: its bytes and records go, with its slot and reservation.
    */
-  private async finishOrRemove(row: ResumableRow, token: string): Promise<FileRecord> {
+  private async finishOrRemove(row: ResumableRow, token: string, actor: Actor | undefined): Promise<FileRecord> {
     try {
-      return await this.finish(row);
+      return await this.finish(row, actor);
     } catch (err) {
       if (err instanceof UploadEnded) await this.remove(row.id, { token });
       throw err;
@@ -357,7 +358,7 @@ export class ResumableUploads {
   }
 
   /** Makes the upload's object a file, as a plain upload's; the caller holds its lock, and unlocks. */
-  private async finish(row: ResumableRow): Promise<FileRecord> {
+  private async finish(row: ResumableRow, actor: Actor | undefined): Promise<FileRecord> {
     await this.options.store.completeResumable(row.storageKey, row.storeState, row.offset);
     const sha256 = await digestOf(row, this.held, () => {
       this.options.onDigestRead?.();
@@ -371,6 +372,7 @@ export class ResumableUploads {
       storageKey: row.storageKey,
       expiresIn: row.fileExpiresIn,
       primaryLink: { maxDownloads: row.maxDownloads, passwordHash: row.passwordHash },
+      actor,
     });
     this.held.drop(row.id);
     return file;

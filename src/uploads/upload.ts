@@ -109,7 +109,7 @@ export class Upload {
     if (!this.receiving) throw new Error('commit() before receive()');
     const stored = await this.receiving;
     const settings = await this.settings;
-    const record = await commitFile(this.prisma, { ...stored, ...settings, accountId: this.caller.accountId, storageKey: this.key });
+    const record = await commitFile(this.prisma, { ...stored, ...settings, accountId: this.caller.accountId, storageKey: this.key, actor: this.caller.actor });
     this.done = true;
     return record;
   }

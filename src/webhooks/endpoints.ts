@@ -1,6 +1,7 @@
 // The account's webhook endpoints (the /api/v1/webhooks routes): create with
 // a secret shown once, list, delete, rotate the secret, and the endpoint's
 // recent deliveries. Another account's endpoint is "not found", never "forbidden".
+import { auditRow, auditSql, SYSTEM, type Actor } from '../audit/actor.js';
 import { randomBytes } from 'node:crypto';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { webhookErrors } from './errors.js';
@@ -45,14 +46,17 @@ export class WebhookEndpoints {
   constructor(private readonly prisma: PrismaClient) {}
 
   /** A new endpoint and its secret (the only time the secret leaves the server). */
-  async create(accountId: number, url: string, events: EventType[]): Promise<WebhookEndpoint & { secret: string }> {
+  async create(accountId: number, url: string, events: EventType[], actor: Actor = SYSTEM): Promise<WebhookEndpoint & { secret: string }> {
     const secret = newSecret();
     // The account's row is locked while counting, so two creates at once cannot both pass the cap.
     const row = await this.prisma.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`;
       const count = await tx.webhookEndpoint.count({ where: { accountId } });
       if (count >= MAX_WEBHOOKS_PER_ACCOUNT) throw webhookErrors.limit(MAX_WEBHOOKS_PER_ACCOUNT);
-      return tx.webhookEndpoint.create({ data: { id: newEndpointId(), accountId, url, events, secret, createdAt: new Date() }, select: SHOWN });
+      const now = new Date();
+      const created = await tx.webhookEndpoint.create({ data: { id: newEndpointId(), accountId, url, events, secret, createdAt: now }, select: SHOWN });
+      await tx.auditEvent.create({ data: auditRow(accountId, 'webhook.created', created.id, actor, now) });
+      return created;
     });
     return { ...(row as WebhookEndpoint), secret };
   }
@@ -63,9 +67,12 @@ export class WebhookEndpoints {
   }
 
   /** Removes the endpoint and its undelivered messages (they cascade). */
-  async delete(accountId: number, id: string): Promise<void> {
-    const { count } = await this.prisma.webhookEndpoint.deleteMany({ where: { id, accountId } });
-    if (count === 0) throw webhookErrors.notFound();
+  async delete(accountId: number, id: string, actor: Actor = SYSTEM): Promise<void> {
+    const rows = await this.prisma.$queryRaw<{ id: string }[]>`
+      WITH removed AS (DELETE FROM webhook_endpoints WHERE id = ${id} AND account_id = ${accountId} RETURNING id, account_id),
+      audited AS (${auditSql('webhook.deleted', 'removed', 'account_id', 'id', actor, new Date())})
+      SELECT id FROM removed`;
+    if (rows.length === 0) throw webhookErrors.notFound();
   }
 
   /** A new secret; the current one keeps signing alongside it for ROTATION_OVERLAP_MS. */

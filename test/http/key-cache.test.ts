@@ -45,6 +45,29 @@ if (redisUrl && backends.includes('postgresql')) {
       expect((await stats(b, rotated.api_key)).status).to.equal(200);
     });
 
+    it('when an owner revokes a key on instance A, then instance B, told by the change notice, answers it 401 within a second, and the owner\'s other keys still work there', async () => {
+      const { apiKey: owner } = await a.account();
+      const made = await call(a.url('/api/v1/keys'), { method: 'POST', key: owner, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'leaked', scopes: ['stats:read'] }) });
+      const leaked = made.body.key.api_key as string;
+      await warm(b, leaked);
+      await warm(b, owner);
+      const started = Date.now();
+      expect((await call(a.url(`/api/v1/keys/${made.body.key.key_id}`), { method: 'DELETE', key: owner })).status).to.equal(200);
+      expect(await statusBecomes(b, leaked, 401)).to.equal(401);
+      expect(Date.now() - started).to.be.below(1000);
+      expect((await stats(b, owner)).status).to.equal(200);
+    });
+
+    it('when a key expires, then both instances, each holding it in its cache, answer it 401', async () => {
+      const { apiKey: owner } = await a.account();
+      const made = await call(a.url('/api/v1/keys'), { method: 'POST', key: owner, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'brief', scopes: ['stats:read'], expires_in: 1 }) });
+      const brief = made.body.key.api_key as string;
+      expect((await stats(a, brief)).status).to.equal(200);
+      expect((await stats(b, brief)).status).to.equal(200);
+      expect(await statusBecomes(a, brief, 401)).to.equal(401);
+      expect(await statusBecomes(b, brief, 401)).to.equal(401);
+    });
+
     it('when a plan loses API access on instance A, then instance B, told by the change notice, answers 403', async () => {
       await a.plan('switchable', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 10, daily_uploads: 1 });
       const { apiKey } = await a.account('switchable');

@@ -112,6 +112,7 @@ describe('OpenAPI document', () => {
         'post /files/upload', 'post /files/{file_id}/links', 'post /uploads',
         'delete /webhooks/{webhook_id}', 'get /webhooks', 'get /webhooks/{webhook_id}/deliveries', 'post /webhooks', 'post /webhooks/{webhook_id}/rotate-secret',
         'get /requests', 'post /requests', 'get /requests/{request_id}', 'delete /requests/{request_id}',
+        'get /keys', 'post /keys', 'delete /keys/{key_id}', 'get /audit',
       ].sort(),
     );
     for (const { path, method, op } of api) {

@@ -1,0 +1,41 @@
+// Every /api/v1 route declares the scope it needs next to its definition:
+// `router.get('/files', need('files:read'), ...)`. need(scope) is the API
+// guard (auth.ts) followed by the scope check, and carries the scope, so
+// test/http/key-scopes.test.ts can walk the router and fail on a route
+// without one. The few routes no key reaches (a 405 before the key is
+// checked) say so with unscoped(why).
+import type { Middleware } from 'koa';
+import { accountErrors } from '../accounts/errors.js';
+import { holds, type Scope } from '../accounts/scopes.js';
+import type { AuthState } from './auth.js';
+
+/** The property need() and unscoped() mark their middleware with. */
+export const DECLARED_SCOPE = Symbol('declared scope');
+
+export type ScopedMiddleware = Middleware<AuthState> & { [DECLARED_SCOPE]: Scope | { unscoped: string } };
+
+/** The guard of a route that needs `scope`. */
+export type Need = (scope: Scope) => ScopedMiddleware;
+
+/**
+ * Builds need() over the API guard: the key is checked (and counted) by the
+ * guard first, then its scope; a missing scope is 403 insufficient_scope,
+ * which gives the request's rate-limit points back, as every 403 does.
+ */
+export function scopedGuard(guard: Middleware<AuthState>): Need {
+  return (scope) => {
+    const middleware: Middleware<AuthState> = (ctx, next) =>
+      guard(ctx, async () => {
+        const key = ctx.state.caller.key;
+        if (!key || !holds(key, scope)) throw accountErrors.insufficientScope(scope);
+        await next();
+      });
+    return Object.assign(middleware, { [DECLARED_SCOPE]: scope });
+  };
+}
+
+/** A route that no key reaches, and why (the walk accepts it only with a reason). */
+export function unscoped(why: string): ScopedMiddleware {
+  const middleware: Middleware<AuthState> = (_ctx, next) => next();
+  return Object.assign(middleware, { [DECLARED_SCOPE]: { unscoped: why } });
+}
