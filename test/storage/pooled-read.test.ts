@@ -204,6 +204,26 @@ describe('pooled reads: against S3 and a misbehaving store', function () {
     }
   });
 
+  it('when the store answers a download chunked, then the S3 store reads it again through GetObject and the bytes come through', async () => {
+    const fake = await fakeStore((socket) => socket.end('HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'));
+    const warnings: unknown[] = [];
+    const chunked = new S3ObjectStore(
+      { ...s3.storeOptions('chunked', { pooledReads: true }), endpoint: fake.url.origin, forcePathStyle: true },
+      { log: { warn: (msg) => warnings.push(msg), error: () => {} } },
+    );
+    try {
+      const body = await chunked.getPooled('key');
+      expect(body).to.not.be.instanceOf(PooledRead);
+      const chunks: Buffer[] = [];
+      for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
+      expect(Buffer.concat(chunks).toString()).to.equal('hello');
+      expect(String(warnings[0])).to.match(/fell back to GetObject/);
+    } finally {
+      await chunked.close();
+      fake.close();
+    }
+  });
+
   it('when the store cuts the connection mid-body, then the body fails with ObjectStoreError and the client is not ended', async () => {
     const fake = await fakeStore((socket) => {
       socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${MiB}\r\n\r\n`);
