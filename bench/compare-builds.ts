@@ -8,6 +8,8 @@
 //       [--a-env '{"S3_PARTS_IN_FLIGHT":"1"}'] [--b-env '{...}']   (settings per side;
 //        REDIS_URL "" runs that side's limits in memory)
 //       [--upload 1024] [--tus 256] [--download 1024] [--metadata /api/v1/files/{id}] [--seconds 10]
+//   --download: whole and 64 x 1 MiB ranged downloads from A, B and the bare
+//   node:http proxy of bench/scenarios/downloads.ts (P), alternately.
 //
 // Each build is a folder holding bin/, dist/, prisma/ and package.json (the
 // server finds its migrations next to dist/). Its own bin/dropstream.js runs
@@ -27,7 +29,8 @@ import { auth, createDatabase, migrate, REDIS_URL, startDropstream, type Dropstr
 import { alternate, median, round, watch } from './lib/measure.js';
 import { MiB, run, setLogDir } from './lib/proc.js';
 import { S3Admin } from './lib/s3.js';
-import { procScript, startS3rver } from './lib/servers.js';
+import { procScript, startDownloadProxy, startS3rver } from './lib/servers.js';
+import { storageKey } from './scenarios/downloads.js';
 import { dropstreamParty, type UploadParty } from './lib/uploads.js';
 import { tusParty } from './scenarios/resumable.js';
 
@@ -111,20 +114,45 @@ try {
   }
 
   if (values.download) {
+    // Whole downloads and 64 ranges of 1 MiB (one kept-alive connection, as
+    // in bench/scenarios/downloads.ts) from A, B and the bare node:http proxy
+    // (P: GetObject piped to the response) serving B's object, alternately.
     const size = Number(values.download) * MiB;
     const urls: Record<string, string> = {};
+    let token = '';
     for (const side of ['A', 'B'] as const) {
       const up = await run<{ uploads: { body: string }[] }>({ name: 'upload-client', args: [procScript('upload-client'), JSON.stringify({ mode: 'multipart', url: `${servers[side]!.url}/api/v1/files/upload`, headers: auth(servers[side]!), size, count: 1 })] });
-      urls[side] = `${servers[side]!.url}${new URL(JSON.parse(up.uploads[0]!.body).public_link).pathname}`;
+      const path = new URL(JSON.parse(up.uploads[0]!.body).public_link).pathname;
+      urls[side] = `${servers[side]!.url}${path}`;
+      token = path.split('/').pop()!;
     }
-    const res = await alternate(['A', 'B'] as const, reps, async (side) => {
-      const { result, watch: w } = await watch({ server: servers[side]!.proc.pid, s3rver: s3.proc.pid }, () =>
-        run<{ bytes: number; wall: number }>({ name: 'download-client', args: [procScript('download-client'), JSON.stringify({ mode: 'http', url: urls[side] })] }),
-      );
-      if (result.bytes !== size) throw new Error(`${side}: downloaded ${result.bytes} bytes`);
-      return { mb_s: round(result.bytes / 1e6 / result.wall, 1), server_cpu_pct: w.cpuPct.server!, s3rver_cpu_pct: w.cpuPct.s3rver! };
-    });
-    for (const key of ['mb_s', 'server_cpu_pct', 's3rver_cpu_pct']) show(`download ${values.download} MiB`, key, res);
+    const proxy = await startDownloadProxy(s3.endpoint, 'dropstream');
+    try {
+      urls.P = `${proxy.url}/${encodeURIComponent(await storageKey(db.url, token))}`;
+      const pids: Record<string, number> = { A: servers.A!.proc.pid!, B: servers.B!.proc.pid!, P: proxy.proc.pid! };
+      const ranges: [number, number][] = Array.from({ length: 64 }, (_, i) => {
+        const start = Math.floor((i * (size - MiB)) / 63);
+        return [start, start + MiB - 1];
+      });
+      for (const kind of ['whole', 'ranged'] as const) {
+        const expected = kind === 'whole' ? size : 64 * MiB;
+        const res = await alternate(['A', 'B', 'P'] as const, reps, async (side) => {
+          const { result, watch: w } = await watch({ server: pids[side]!, s3rver: s3.proc.pid }, () =>
+            run<{ bytes: number; wall: number }>({ name: 'download-client', args: [procScript('download-client'), JSON.stringify({ mode: 'http', url: urls[side], ...(kind === 'ranged' ? { ranges } : {}) })] }),
+          );
+          if (result.bytes !== expected) throw new Error(`${side}: downloaded ${result.bytes} bytes`);
+          const mbS = round(result.bytes / 1e6 / result.wall, 1);
+          return { mb_s: mbS, server_cpu_pct: w.cpuPct.server!, core_s_per_gb: round(w.cpuPct.server! / 100 / (mbS / 1000), 3), s3rver_cpu_pct: w.cpuPct.s3rver! };
+        });
+        const what = kind === 'whole' ? `download ${values.download} MiB whole` : `download 64 x 1 MiB ranges`;
+        for (const key of ['mb_s', 'core_s_per_gb', 'server_cpu_pct', 's3rver_cpu_pct'] as const) {
+          const m = Object.fromEntries((['A', 'B', 'P'] as const).map((side) => [side, median(res[side].map((r) => r[key]!))]));
+          console.log(`${what} ${key}: A ${round(m.A!, 2)}  B ${round(m.B!, 2)}  P ${round(m.P!, 2)}  B/A ${round(m.B! / m.A!, 2)}  A/P ${round(m.A! / m.P!, 2)}  B/P ${round(m.B! / m.P!, 2)}   (A ${res.A.map((r) => r[key]).join(', ')}; B ${res.B.map((r) => r[key]).join(', ')}; P ${res.P.map((r) => r[key]).join(', ')})`);
+        }
+      }
+    } finally {
+      await proxy.proc.stop();
+    }
   }
 
   if (values.metadata) {

@@ -83,6 +83,7 @@ const schema = z
     S3_SHARED_PART_BUFFERS: integer(0, 1024).default(4),
     S3_ABORT_INCOMPLETE_DAYS: integer(0, 3650).default(7),
     S3_PRESIGNED_DOWNLOADS: flag.default(false),
+    S3_POOLED_READS: flag.default(true),
     S3_PUBLIC_ENDPOINT: urlSetting(['http', 'https'], 'https://files.example.com', true).optional(),
     // SigV4 URLs live at most 7 days.
     S3_PRESIGN_SECONDS: integer(1, 604_800).default(60),
@@ -366,6 +367,8 @@ const schema = z
           /** Days after which the bucket's lifecycle rule aborts incomplete multipart uploads; 0 leaves the bucket's rules alone. */
           abortIncompleteDays: env.S3_ABORT_INCOMPLETE_DAYS,
           /** Downloads handed to the store as presigned URLs (S3_PRESIGNED_DOWNLOADS), signed for the public endpoint, living `seconds` at most. */
+          /** Downloads read from the store into reused buffers (storage/pooled-read.ts); false: through the SDK's GetObject. */
+          pooledReads: env.S3_POOLED_READS,
           presign: env.S3_PRESIGNED_DOWNLOADS ? { publicEndpoint: env.S3_PUBLIC_ENDPOINT ?? env.S3_ENDPOINT, seconds: env.S3_PRESIGN_SECONDS } : undefined,
         }
       : undefined,

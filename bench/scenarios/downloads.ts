@@ -41,7 +41,8 @@ interface Party {
   pid?: number;
 }
 
-async function storageKey(databaseUrl: string, linkToken: string): Promise<string> {
+/** The storage key of the file behind a link token (the bare proxy serves the object by it). */
+export async function storageKey(databaseUrl: string, linkToken: string): Promise<string> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {

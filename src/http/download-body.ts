@@ -1,5 +1,6 @@
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { ObjectStoreError } from '../storage/object-store.js';
+import type { PooledRead, PooledSink } from '../storage/pooled-read.js';
 
 /** A download's body, and how many of its bytes it has handed on so far (for a limited link's budget). */
 export type ExactBody = Transform & {
@@ -34,13 +35,7 @@ export type ExactBody = Transform & {
  */
 export function exactBody(source: Readable, length: number, acked?: () => number | undefined): ExactBody {
   let sourceFailed = false;
-  let acknowledged: number | undefined;
-  const measure = () => {
-    const now = acked?.();
-    // Never more than was handed on, never less than measured before.
-    if (now !== undefined) acknowledged = Math.max(acknowledged ?? 0, Math.min(Math.max(now, 0), body.passed));
-    return body.acknowledged;
-  };
+  const meter = acknowledgedMeter(() => body.passed, acked);
   const transform = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       const room = length - body.passed;
@@ -62,8 +57,8 @@ export function exactBody(source: Readable, length: number, acked?: () => number
   // defineProperties, not Object.assign: assign would copy the getter's value once.
   const body = Object.defineProperties(transform, {
     passed: { value: 0, writable: true },
-    acknowledged: { get: () => acknowledged ?? body.passed },
-    measure: { value: measure },
+    acknowledged: { get: () => meter.acknowledged },
+    measure: { value: () => meter.measure() },
   }) as ExactBody;
   // Registered before pipeline's own listeners, so when pipeline fails
   // `body` because of the store's stream (an error, or a close before its
@@ -72,4 +67,43 @@ export function exactBody(source: Readable, length: number, acked?: () => number
   source.once('close', () => (sourceFailed ||= !source.readableEnded));
   pipeline(source, body, () => {});
   return body;
+}
+
+/** What a body handed on and what of it the client acknowledged (see ExactBody). */
+export interface Measured {
+  readonly acknowledged: number;
+  measure(): number;
+}
+
+/** Bytes acknowledged as last measured by `acked`: never more than `passed()`, never less than measured before; `passed()` without a measure. */
+function acknowledgedMeter(passed: () => number, acked?: () => number | undefined): Measured {
+  let acknowledged: number | undefined;
+  return {
+    get acknowledged() {
+      return acknowledged ?? passed();
+    },
+    measure() {
+      const now = acked?.();
+      if (now !== undefined) acknowledged = Math.max(acknowledged ?? 0, Math.min(Math.max(now, 0), passed()));
+      return acknowledged ?? passed();
+    },
+  };
+}
+
+/**
+ * The body of a download read into reused buffers (PooledRead): `length`
+ * bytes written straight to `sink` (the response), each write's callback
+ * giving its buffer back, the sink ended with the last byte as exactBody
+ * does. `onFail` hears of a store failure (ObjectStoreError) after which
+ * nothing more is written: cut the response there.
+ */
+export function pooledBody(read: PooledRead, acked?: () => number | undefined): Measured & { send(sink: PooledSink, length: number, onFail: (err: Error) => void): void } {
+  const meter = acknowledgedMeter(() => read.passed, acked);
+  return {
+    get acknowledged() {
+      return meter.acknowledged;
+    },
+    measure: () => meter.measure(),
+    send: (sink, length, onFail) => read.sendTo(sink, length, onFail),
+  };
 }

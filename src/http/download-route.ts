@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import parseRange from 'range-parser';
 import { AppError } from '../errors.js';
@@ -7,10 +8,11 @@ import type { DownloadGrant, Downloads } from '../links/download.js';
 import type { LinkedFile } from '../links/links.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { ByteRange } from '../storage/object-store.js';
+import { PooledRead } from '../storage/pooled-read.js';
 import type { Metrics } from '../metrics.js';
 import { attachment } from './attachment.js';
 import { watchResponseRate, type BodyRateOptions } from './body-rate.js';
-import { exactBody } from './download-body.js';
+import { exactBody, pooledBody } from './download-body.js';
 import { beforeClose, bytesAcked, canReadAcked } from './acked-bytes.js';
 import { embeddedByAnotherSite } from './cross-site.js';
 import { passwordGuard } from './password-guard.js';
@@ -177,16 +179,22 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
       const header = (ctx.res as unknown as { _header?: unknown })._header;
       return typeof header === 'string' ? Buffer.byteLength(header) : 0;
     };
-    const exact = exactBody(body, length, download.limited && canReadAcked() ? () => {
-      const acked = bytesAcked(socket);
-      return acked === undefined ? undefined : acked - before - head();
-    } : undefined);
+    const acked = download.limited && canReadAcked() ? () => {
+      const count = bytesAcked(socket);
+      return count === undefined ? undefined : count - before - head();
+    } : undefined;
+    const pooled = body instanceof PooledRead ? pooledBody(body, acked) : undefined;
+    const exact = pooled ?? exactBody(body as Readable, length, acked);
     const unhook = download.limited && socket && canReadAcked() ? beforeClose(socket, () => exact.measure()) : () => {};
-    ctx.body = exact;
+    // Bytes in reused buffers are written by pooledBody itself, each write's
+    // callback giving its buffer back: Koa does not pipe them.
+    if (pooled) ctx.respond = false;
+    else ctx.body = exact;
     // A client that left while the download was being opened has had its
     // 'close' already: give back all that was reserved for it now.
     if (ctx.res.destroyed) {
       unhook();
+      if (body instanceof PooledRead) body.destroy();
       return void settle(0).catch(onCountError);
     }
     // 'finish' means every byte, the last included, was accepted by the
@@ -215,6 +223,16 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
     // is not sent. A reset, as for a slow client, so the kernel's buffered
     // bytes do not reach the client either.
     download.revoked?.addEventListener('abort', cut, { once: true });
+    if (pooled) {
+      const read = body as PooledRead;
+      ctx.res.once('close', () => read.destroy());
+      // A store failure after the head: Koa's error channel (lateErrors logs
+      // and counts it, as for a piped body's), and the response is cut.
+      pooled.send(ctx.res, length, (err) => {
+        ctx.app.emit('error', err, ctx);
+        ctx.res.destroy();
+      });
+    }
     // A client reading slower than DOWNLOAD_MIN_RATE is cut (logged 408: the
     // server ended it); its 'close' gives back what it did not receive. A
     // reset, not a close: a close would still hand the kernel's buffered

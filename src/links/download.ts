@@ -11,6 +11,7 @@
 // 304, HEAD, the range) without anything reserved or opened.
 import type { Readable } from 'node:stream';
 import type { ByteRange, ObjectStore } from '../storage/object-store.js';
+import type { PooledRead } from '../storage/pooled-read.js';
 import { linkErrors } from './errors.js';
 import { verifiedLately, verifyPassword } from './link-password.js';
 import { budgetOf, chargeOf, slackOf, type FileLinks, type LinkedFile } from './links.js';
@@ -83,7 +84,8 @@ export interface DownloadGrant {
 export interface OpenedDownload {
   /** Bytes of the body (of the range, or the file). */
   length: number;
-  body: Readable;
+  /** A stream, or bytes in reused buffers written straight to the response (PooledRead, S3's pooled reads). */
+  body: Readable | PooledRead;
   /** A limited link's download: what settle() is given is charged to its budget, so it is worth measuring well. */
   limited: boolean;
   /**
@@ -178,9 +180,9 @@ export class Downloads {
       if (reserved === 'exhausted') throw linkErrors.exhausted(grant.maxDownloads!);
     }
     const giveBack = (sent: number) => (budget === undefined ? Promise.resolve() : this.links.release(linkId, charge - sent));
-    let body: Readable;
+    let body: Readable | PooledRead;
     try {
-      body = await this.store.get(file.storageKey, range);
+      body = await (this.store.getPooled ? this.store.getPooled(file.storageKey, range) : this.store.get(file.storageKey, range));
     } catch (err) {
       await giveBack(0).catch(() => {});
       throw err;

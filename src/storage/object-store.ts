@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { ResumableStore } from './resumable.js';
+import type { PooledRead } from './pooled-read.js';
 
 /** An inclusive byte range, as in an HTTP `Range` header. */
 export interface ByteRange {
@@ -89,6 +90,13 @@ export interface ObjectStore extends ResumableStore {
 
   /** Streams the object, or the inclusive `range` of it. Rejects with ObjectNotFoundError. */
   get(key: string, range?: ByteRange): Promise<Readable>;
+
+  /**
+   * For a download: as get(), or the bytes read into reused buffers and
+   * written straight to the client (PooledRead, pooled-read.ts) where the
+   * store can. Only S3 has it; the others' downloads use get().
+   */
+  getPooled?(key: string, range?: ByteRange): Promise<Readable | PooledRead>;
 
   /**
    * A URL at which a client can GET the object itself for `seconds`, the

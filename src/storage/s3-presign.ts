@@ -33,3 +33,21 @@ export function s3Presigner(options: PresignerOptions): (key: string, presign: P
       { expiresIn: seconds },
     );
 }
+
+/**
+ * Signs the store's own GET of an object, for the pooled download path
+ * (pooled-read.ts): a presigned URL for the endpoint the server talks to.
+ * The URL never leaves the process; it lives 15 minutes, the clock skew
+ * SigV4 tolerates, so a store's clock a little ahead does not refuse it.
+ */
+export function s3ReadSigner(options: Omit<PresignerOptions, 'publicEndpoint'> & { endpoint?: string }): (key: string) => Promise<string> {
+  const client = new S3Client({
+    endpoint: options.endpoint,
+    region: options.region,
+    credentials: options.credentials,
+    forcePathStyle: options.forcePathStyle,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  return (key) => getSignedUrl(client, new GetObjectCommand({ Bucket: options.bucket, Key: key }), { expiresIn: 900 });
+}

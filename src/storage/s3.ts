@@ -3,7 +3,8 @@ import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, Lis
 import { StartupError } from '../startup-error.js';
 import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectPage, type ObjectStore, type OpenUpload, type PutOptions } from './object-store.js';
 import { describeS3Error } from './s3-errors.js';
-import { s3Presigner } from './s3-presign.js';
+import { s3Presigner, s3ReadSigner } from './s3-presign.js';
+import { BufferShelf, openPooledRead, UnsupportedAnswer, StoreAnswerError, type PooledRead } from './pooled-read.js';
 import { DeadlineHttpHandler } from './s3-handler.js';
 import { DEFAULT_DEADLINES, idleTimed, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
 import { ensureUploadExpiry, type UploadExpiry } from './s3-lifecycle.js';
@@ -37,7 +38,16 @@ export interface S3StoreOptions {
   deadlines?: StoreDeadlines;
   /** Present (S3_PRESIGNED_DOWNLOADS): the store can hand out download URLs (presignGet), signed for `publicEndpoint` (default: endpoint). */
   presign?: { publicEndpoint?: string };
+  /**
+   * Downloads (getPooled) read into reused buffers (pooled-read.ts), the GET
+   * presigned by the SDK; false or absent: through GetObject. On by default
+   * in the server (S3_POOLED_READS).
+   */
+  pooledReads?: boolean;
 }
+
+/** Read buffers one pooled download holds at most, of BufferShelf's 64 KiB: 512 KiB. */
+const POOLED_BUFFERS = 8;
 
 /** What the store reports to the server: every call's outcome, and the SDK's own warnings. */
 export interface S3StoreHooks {
@@ -74,6 +84,10 @@ export class S3ObjectStore implements ObjectStore {
   private readonly deadlines: StoreDeadlines;
   /** Part buffers beyond each upload's first, lent to whichever upload is sending. */
   private readonly sharedBuffers: SharedPartBuffers | undefined;
+  /** The pooled download path: its signer and the read buffers downloads borrow. */
+  private readonly pooled: { sign: (key: string) => Promise<string>; shelf: BufferShelf } | undefined;
+  /** For tests: hears every pooled download's pauses for want of a buffer. */
+  onPooledPause?: (paused: boolean) => void;
 
   constructor(
     private readonly options: S3StoreOptions,
@@ -82,6 +96,7 @@ export class S3ObjectStore implements ObjectStore {
     this.bucket = options.bucket;
     this.deadlines = options.deadlines ?? DEFAULT_DEADLINES;
     if (options.presign) this.presignGet = s3Presigner({ ...options, publicEndpoint: options.presign.publicEndpoint ?? options.endpoint });
+    if (options.pooledReads) this.pooled = { sign: s3ReadSigner(options), shelf: new BufferShelf() };
     if (options.sharedPartBuffers !== undefined) this.sharedBuffers = new SharedPartBuffers(options.partSize, options.sharedPartBuffers);
     // The SDK logs each call's input and output at info and its warnings to
     // the console when given no logger: keep only warnings and errors, in our log.
@@ -240,6 +255,35 @@ export class S3ObjectStore implements ObjectStore {
       return pipeline(body, sliceRange({ start: range.start - servedStart, end: range.end - servedStart }), () => {});
     } catch (err) {
       if (isMissing(err)) throw new ObjectNotFoundError(key);
+      throw new ObjectStoreError('reading from the object store failed', { cause: err });
+    }
+  }
+
+  /**
+   * A download's bytes: read into reused buffers (pooled-read.ts) when
+   * pooledReads is on, else get()'s stream. An answer the pooled reader does
+   * not take (a chunked body, say) is read again through get().
+   */
+  async getPooled(key: string, range?: ByteRange): Promise<Readable | PooledRead> {
+    if (!this.pooled) return this.get(key, range);
+    try {
+      return await openPooledRead({
+        url: new URL(await this.pooled.sign(key)),
+        range,
+        shelf: this.pooled.shelf,
+        buffers: POOLED_BUFFERS,
+        headMs: this.deadlines.callMs,
+        idleMs: this.deadlines.readIdleMs,
+        observe: this.hooks.observe,
+        onPause: this.onPooledPause,
+      });
+    } catch (err) {
+      if (err instanceof UnsupportedAnswer) {
+        this.hooks.log?.warn(`pooled read of ${key} fell back to GetObject: ${err.message}`);
+        return this.get(key, range);
+      }
+      if (err instanceof StoreAnswerError && (err.status === 404 || err.code === 'NoSuchKey')) throw new ObjectNotFoundError(key);
+      if (err instanceof ObjectStoreError) throw err;
       throw new ObjectStoreError('reading from the object store failed', { cause: err });
     }
   }

@@ -12,6 +12,7 @@ import { uploadFile } from '../helpers/client.js';
 import { BOUNDARY } from '../helpers/multipart.js';
 import { eventually, startRawUpload, writeBytes } from '../helpers/raw-upload.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { startTestS3 } from '../helpers/test-s3.js';
 
 const MiB = 1024 * 1024;
 
@@ -89,5 +90,35 @@ describe('SIGTERM with transfers in flight (dropstream serve, no Docker)', funct
     const file = await fetch(server.url + new URL(JSON.parse(uploaded.body!).public_link).pathname);
     expect(file.status).to.equal(200);
     expect((await file.arrayBuffer()).byteLength).to.equal(2 * MiB);
+  });
+
+  it('when SIGTERM comes during an S3 download read into reused buffers (S3_POOLED_READS), then it finishes with every byte and the process exits 0', async () => {
+    await server?.kill('SIGKILL');
+    server = undefined;
+    const s3 = await startTestS3();
+    const s3DataDir = await mkdtemp(join(tmpdir(), 'dropstream-sigterm-s3-'));
+    try {
+      server = await startServerProcess({ DATA_DIR: s3DataDir, SHUTDOWN_TIMEOUT: '20', ...s3.env(s3.bucket('sigterm')) });
+      const { api_key: key } = await server.admin('POST', '/admin/accounts', { plan: 'pro' });
+      const stored = await uploadFile(server.url, key, 'big.bin', Buffer.alloc(8 * MiB, 1));
+      expect(stored.status).to.equal(201);
+      const download = slowDownload(server.url + new URL(stored.body.public_link).pathname);
+      await download.started;
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        server!.child.once('exit', (code, signal) => resolve({ code, signal })),
+      );
+      server.child.kill('SIGTERM');
+      const knock = () => fetch(`${server!.url}/healthz`).then(() => 'answered', (err: { cause?: { code?: string } }) => err.cause?.code ?? 'failed');
+      expect(await eventually(knock, (answer) => answer === 'ECONNREFUSED')).to.equal('ECONNREFUSED');
+      download.finish();
+      expect(await download.received).to.deep.equal({ status: 200, bytes: 8 * MiB });
+      expect(await exited).to.deep.equal({ code: 0, signal: null });
+      server = undefined;
+    } finally {
+      await server?.kill('SIGKILL');
+      server = undefined;
+      await s3.close();
+      await rm(s3DataDir, { recursive: true, force: true });
+    }
   });
 });

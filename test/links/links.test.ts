@@ -20,6 +20,7 @@ import { LocalObjectStore } from '../../src/storage/local.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { PooledRead } from '../../src/storage/pooled-read.js';
 
 /** What the route decides once it has the grant: a body (of a range, or whole), or none (HEAD, 304). */
 type BodyChoice = { range?: ByteRange } | undefined;
@@ -43,7 +44,9 @@ const statusOf = async (url: string) => {
   return res.status;
 };
 
-const text = async (body: Readable | undefined) => {
+/** The text of a download's body (the local store's: a stream, never a pooled read). */
+const text = async (body: Readable | PooledRead | undefined) => {
+  if (body instanceof PooledRead) throw new Error('a local download is a stream');
   const chunks: Buffer[] = [];
   for await (const chunk of body!) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString();
