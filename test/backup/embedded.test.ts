@@ -50,7 +50,10 @@ describe('backup and restore: the embedded default (stop, copy DATA_DIR, start) 
 
   before(async () => {
     work = await mkdtemp(join(process.env.TEST_DATA_ROOT || tmpdir(), 'dropstream-backup-'));
-    const prepared = await prepareTestServer('pglite', { GC_INTERVAL: '0' });
+    // SHUTDOWN_IDLE_WAIT as operators run it (the test helpers' 0 closes an
+    // idle keep-alive connection at once, and the traffic's next request,
+    // already on its way, then crosses the close and is reset unserved).
+    const prepared = await prepareTestServer('pglite', { GC_INTERVAL: '0', SHUTDOWN_IDLE_WAIT: '5' });
     cleanUpLive = prepared.cleanUp;
     live = await startServer(prepared.config, prepared.logger);
     const admin = (method: string, path: string, body: unknown) =>
