@@ -121,8 +121,10 @@ for (const backend of backends) {
       });
 
       // The report: 10 back-to-back curl downloads of 64 MiB counted 7 (local
-      // store). Once: the database plays no part in the race.
-      if (storeKind === 'local' && backend === backends[0]) {
+      // store). Once: the database plays no part in the race. On PGlite,
+      // which every run has (backends[0] is PostgreSQL in CI's services
+      // stage, which ran it a second time there, about 22 s).
+      if (storeKind === 'local' && backend === 'pglite') {
         it('when curl uploads a 64 MiB file and downloads it 10 times back to back, then the count is exactly 10', async function () {
           // 640 MiB through curl: about 10 s alone, over 30 s on a loaded machine.
           this.timeout(120_000);
