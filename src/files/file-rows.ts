@@ -142,7 +142,8 @@ export async function removeFileRow(prisma: PrismaClient, accountId: number, fil
 /**
  * Removes up to `limit` files whose expires_at has passed (the oldest
  * first), as removeFileRow does one: rows, counters and the queueing of
- * their objects, and their file.deleted webhook messages, in one statement;
+ * their objects, their file.deleted webhook messages and audit rows (by the
+ * system), in one statement;
  * the sweep then removes the objects.
  * Returns how many files went. SKIP LOCKED: sweeps on several instances
  * take different files.
@@ -157,7 +158,7 @@ export async function removeExpiredFiles(prisma: PrismaClient, now: Date, limit:
       UPDATE accounts SET file_count = file_count - gone.files, total_bytes = total_bytes - gone.bytes
       FROM (SELECT account_id, count(*)::integer AS files, sum(size)::bigint AS bytes FROM removed GROUP BY account_id) gone
       WHERE accounts.id = gone.account_id
-    ), evented AS (${fileEventSql('file.deleted', 'removed', now)})
+    ), evented AS (${fileEventSql('file.deleted', 'removed', now)}), audited AS (${auditSql('file.deleted', 'removed', 'account_id', 'id', SYSTEM, now)})
     SELECT storage_key FROM removed`;
   return rows.length;
 }

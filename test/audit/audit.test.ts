@@ -94,6 +94,18 @@ describe('the audit trail', () => {
     expect([...files].sort()).to.deep.equal(ids.slice(8).map(String).sort());
   });
 
+  it('when the sweep removes a file past its expiry, then its file.deleted row is written with it, by the system', async () => {
+    const { accountId, apiKey } = await t.account();
+    const up = await uploadFile(t.server.url, apiKey, 'expiring.txt', 'e');
+    expect(up.status).to.equal(201);
+    const prisma = t.server.db.prisma;
+    await prisma.file.update({ where: { id: up.body.file_id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await t.admin('POST', '/admin/gc', {});
+    expect(await prisma.file.findUnique({ where: { id: up.body.file_id } })).to.equal(null);
+    const rows = await prisma.auditEvent.findMany({ where: { accountId, action: 'file.deleted' }, select: { subject: true, actor: true } });
+    expect(rows).to.deep.equal([{ subject: String(up.body.file_id), actor: 'system' }]);
+  });
+
   it('when the sweep runs, then audit rows older than AUDIT_RETENTION_DAYS (365) go and newer ones stay', async () => {
     const { accountId, apiKey } = await t.account();
     expect((await uploadFile(t.server.url, apiKey, 'kept.txt', 'k')).status).to.equal(201);
