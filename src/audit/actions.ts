@@ -10,6 +10,7 @@ export const AUDIT_ACTIONS = [
   'request.closed',
   'webhook.created',
   'webhook.deleted',
+  'webhook.secret_rotated',
   'plan.changed',
   /** Only with AUDIT_DOWNLOADS: a complete download through a link (the actor is the link's user, known by address only). */
   'file.downloaded',

@@ -77,7 +77,7 @@ export function webhookRoutes(router: Router<AuthState>, need: Need, { webhooks,
   });
 
   router.post('/webhooks/:id/rotate-secret', need('webhooks:write'), async (ctx) => {
-    const { secret, ...endpoint } = await webhooks.rotateSecret(ctx.state.caller.accountId, ctx.params.id!);
+    const { secret, ...endpoint } = await webhooks.rotateSecret(ctx.state.caller.accountId, ctx.params.id!, ctx.state.caller.actor);
     ctx.body = { success: true, webhook: { ...presentWebhook(endpoint), secret } };
   });
 

@@ -76,13 +76,17 @@ export class WebhookEndpoints {
   }
 
   /** A new secret; the current one keeps signing alongside it for ROTATION_OVERLAP_MS. */
-  async rotateSecret(accountId: number, id: string): Promise<WebhookEndpoint & { secret: string }> {
+  async rotateSecret(accountId: number, id: string, actor: Actor = SYSTEM): Promise<WebhookEndpoint & { secret: string }> {
     const secret = newSecret();
-    const until = new Date(Date.now() + ROTATION_OVERLAP_MS);
-    // One statement: the old secret read and moved in the same row update.
+    const now = new Date();
+    const until = new Date(now.getTime() + ROTATION_OVERLAP_MS);
+    // One statement: the old secret read and moved in the same row update, and its audit row.
     const rows = await this.prisma.$queryRaw<{ id: string }[]>`
-      UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = ${until}::timestamp(3), secret = ${secret}
-      WHERE id = ${id} AND account_id = ${accountId} RETURNING id`;
+      WITH rotated AS (
+        UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = ${until}::timestamp(3), secret = ${secret}
+        WHERE id = ${id} AND account_id = ${accountId} RETURNING id, account_id
+      ), audited AS (${auditSql('webhook.secret_rotated', 'rotated', 'account_id', 'id', actor, now)})
+      SELECT id FROM rotated`;
     if (rows.length === 0) throw webhookErrors.notFound();
     const row = await this.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id }, select: SHOWN });
     return { ...(row as WebhookEndpoint), secret };

@@ -46,6 +46,7 @@ describe('the audit trail', () => {
     expect((await sendFile(t.server.url, request, 'outsider.txt', 'o')).status).to.equal(201);
     expect((await call(t.url(`/api/v1/requests/${request.request_id}`), { method: 'DELETE', key: owner })).status).to.equal(200);
     const hook = (await call(t.url('/api/v1/webhooks'), json(owner, 'POST', { url: 'https://example.com/h' }))).body.webhook;
+    expect((await call(t.url(`/api/v1/webhooks/${hook.webhook_id}/rotate-secret`), { method: 'POST', key: owner })).status).to.equal(200);
     expect((await call(t.url(`/api/v1/webhooks/${hook.webhook_id}`), { method: 'DELETE', key: owner })).status).to.equal(200);
     expect((await call(t.url(`/api/v1/files/${file.file_id}`), { method: 'DELETE', key: ci.api_key })).status).to.equal(200);
     await t.admin('PATCH', `/admin/accounts/${accountId}`, { plan: 'roomy' });
@@ -54,15 +55,16 @@ describe('the audit trail', () => {
     const trail = (await events(owner, '?limit=100')).reverse();
     expect(trail.map((e) => e.action)).to.deep.equal([
       'key.created', 'file.uploaded', 'file.uploaded', 'link.created', 'link.revoked', 'request.opened', 'file.uploaded', 'request.closed',
-      'webhook.created', 'webhook.deleted', 'file.deleted', 'plan.changed', 'key.revoked',
+      'webhook.created', 'webhook.secret_rotated', 'webhook.deleted', 'file.deleted', 'plan.changed', 'key.revoked',
     ]);
     const byCi = { actor: 'key', key_id: ci.key_id, key_name: 'CI', request_id: null, client_address: '127.0.0.0/24' };
     expect(trail[1]).to.deep.include({ ...byCi, subject: String(file.file_id) });
     expect(trail[3]).to.deep.include({ ...byCi, subject: link.link_id });
     expect(trail[6]).to.deep.include({ actor: 'request', key_id: null, request_id: request.request_id, client_address: '127.0.0.0/24' });
     expect(trail[0]).to.deep.include({ actor: 'key', key_name: null, subject: ci.key_id });
-    expect(trail[11]).to.deep.include({ actor: 'operator', subject: 'roomy', key_id: null });
-    expect(trail[12]).to.deep.include({ action: 'key.revoked', subject: ci.key_id });
+    expect(trail[9]).to.deep.include({ actor: 'key', subject: hook.webhook_id });
+    expect(trail[12]).to.deep.include({ actor: 'operator', subject: 'roomy', key_id: null });
+    expect(trail[13]).to.deep.include({ action: 'key.revoked', subject: ci.key_id });
   });
 
   it('when the trail is asked for one action or a time window, page by page, then only those rows come, with the list\'s pagination', async () => {

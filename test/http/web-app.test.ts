@@ -456,8 +456,8 @@ describe('web app (/app)', function () {
       await webhooks.getByText('No webhooks.').waitFor();
       expect(await listed()).to.deep.equal([]);
       const activity = page.getByRole('region', { name: 'Activity' });
-      await activity.getByText('(2 events)').waitFor();
-      expect(await activity.locator('tr.event td[data-label="Action"]').allTextContents()).to.deep.equal(['webhook.deleted', 'webhook.created']);
+      await activity.getByText('(3 events)').waitFor();
+      expect(await activity.locator('tr.event td[data-label="Action"]').allTextContents()).to.deep.equal(['webhook.deleted', 'webhook.secret_rotated', 'webhook.created']);
       expect(complaints).to.deep.equal([]);
     } finally {
       await close();
