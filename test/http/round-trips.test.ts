@@ -27,11 +27,15 @@ if (redisUrl) {
       await probe.connect().catch(() => {});
       for (let i = 0; i < 100 && probe.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
       probe.disconnect();
-      t = await startTestServer('pglite', { REDIS_URL: privateUrl, REDIS_KEY_PREFIX: prefix, AUTH_FAILURE_LIMIT: '3' });
-      fencer = new Redis(privateUrl);
+      // MONITOR first, while no other client talks: ioredis fails the
+      // monitor's set-up ("Command queue state error") when another client's
+      // command (the server's clients' ready checks, INFO) is reported in the
+      // same read as MONITOR's OK.
       const base = new Redis(privateUrl, { lazyConnect: true });
       monitor = await base.monitor();
       base.disconnect();
+      t = await startTestServer('pglite', { REDIS_URL: privateUrl, REDIS_KEY_PREFIX: prefix, AUTH_FAILURE_LIMIT: '3' });
+      fencer = new Redis(privateUrl);
       // Commands a Lua script runs inside Redis show up as coming from "lua"; they are not round trips.
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
         if (source !== 'lua' && args.some((a) => a.includes(prefix))) seen.push(args);
