@@ -3,7 +3,7 @@ import type { AccountService } from '../accounts/service.js';
 import type { Caller } from '../accounts/types.js';
 import { accountErrors } from '../accounts/errors.js';
 import { allows } from '../accounts/cidr.js';
-import { truncateAddress } from '../audit/actor.js';
+import { truncateAddress, type Actor } from '../audit/actor.js';
 import { AppError } from '../errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { RequestLimits } from '../limits/request-limits.js';
@@ -75,9 +75,19 @@ export function apiGuard({ accounts, requestLimits, authFailures, inFlight, uplo
     }
     try {
       const decision = await requestLimits.take(caller.accountId, caller.plan);
-      // This request's own: the cached caller, and who and where for the audit trail (src/audit/actor.ts).
+      // This request's own: the cached caller, and who and where for the audit
+      // trail (src/audit/actor.ts), made when a write first asks for it: reads,
+      // the hot path, never parse the address.
       const key = caller.key!;
-      ctx.state.caller = { ...caller, actor: { kind: 'key', keyId: key.id, keyPublicId: key.publicId, keyName: key.name, requestId: null, address: truncateAddress(ctx.ip, fullAddresses) } };
+      let actor: Actor | undefined;
+      const ip = ctx.ip;
+      ctx.state.caller = {
+        ...caller,
+        get actor(): Actor {
+          actor ??= { kind: 'key', keyId: key.id, keyPublicId: key.publicId, keyName: key.name, requestId: null, address: truncateAddress(ip, fullAddresses) };
+          return actor;
+        },
+      };
       const window = setLimitHeaders(ctx, decision);
       if (!decision.allowed) {
         metrics?.rateLimitRefusals.inc({ reason: window.name });
