@@ -31,7 +31,12 @@ source .ci/newcomer-env.sh
 started=$(date +%s)
 total=$(mktemp /tmp/dropstream-dry-XXXXXX.json) log=$(mktemp /tmp/dropstream-test-XXXXXX.log)
 trap 'rm -f "$total" "$log"' EXIT
-newcomer npx mocha --no-parallel --dry-run --no-forbid-only --no-forbid-pending --reporter json --reporter-option "output=$total" >/dev/null 2>&1
+# .ci/run has just made the same dry run (NEWCOMER_DRY_RUN names its output): about 10 s saved.
+if [ -n "${NEWCOMER_DRY_RUN:-}" ] && [ -s "$NEWCOMER_DRY_RUN" ]; then
+  cp "$NEWCOMER_DRY_RUN" "$total"
+else
+  newcomer npx mocha --no-parallel --dry-run --no-forbid-only --no-forbid-pending --reporter json --reporter-option "output=$total" >/dev/null 2>&1
+fi
 expected=$(node -p "require('$total').stats.tests")
 set +e
 newcomer npm test 2>&1 | tee "$log"
