@@ -48,16 +48,14 @@ RUN manifest=$(node -p 'require("./package.json").version') \
     && if [ "$manifest" != "$VERSION" ]; then echo "Dockerfile: ARG VERSION=$VERSION but package.json says $manifest: change the Dockerfile's default" >&2; exit 1; fi \
     && DROPSTREAM_COMMIT=$REVISION npm run build
 
-# Keep only what the server loads. --omit=optional as well: the Prisma CLI and
-# TypeScript are reachable as optional peers of @prisma/client, so --omit=dev
-# alone would keep them (and TypeScript's native compiler); the only other
-# optional package, pg-cloudflare, is loaded by pg on Cloudflare Workers only.
-# koffi's binary for this platform is an optional package too, and the
-# server needs it (malloc_trim, src/memory/malloc-trim.ts; TCP_INFO for what
-# a cut download is charged, src/http/acked-bytes.ts): it is set aside and put back.
-RUN mkdir -p node_modules/@koromix && mv node_modules/@koromix /tmp/koffi-binary \
-    && npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
-    && mv /tmp/koffi-binary node_modules/@koromix
+# Keep only what the server runs (scripts/prune-runtime.mjs): no dev or
+# optional packages (the Prisma CLI and TypeScript are reachable as optional
+# peers of @prisma/client, so --omit=dev alone would keep them; koffi's
+# binary, an optional package the server needs, is kept), none of
+# package.json's `dropstream.buildOnly` (esbuild and the web app's browser
+# libraries, already bundled into dist/web/), one Prisma query compiler of
+# the ten @prisma/client ships, no source maps or type declarations.
+RUN node scripts/prune-runtime.mjs
 
 # ---- runtime ----
 FROM node:24-bookworm-slim AS runtime
