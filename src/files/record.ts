@@ -9,7 +9,7 @@ export interface FileRecord {
   /** Hex SHA-256 of the content. */
   sha256: string;
   storageKey: string;
-  /** The token of the file's primary link (src/files/links.ts). */
+  /** The token of the file's primary link (src/links/links.ts). */
   linkToken: string;
   /** Complete downloads over all the file's links. */
   downloadCount: number;
