@@ -1,12 +1,12 @@
 import type { Readable } from 'node:stream';
 import type { ResumableStore } from './resumable.js';
 import type { PooledRead } from './pooled-read.js';
+import type { ByteRange } from './store-errors.js';
 
-/** An inclusive byte range, as in an HTTP `Range` header. */
-export interface ByteRange {
-  start: number;
-  end: number;
-}
+// The errors every store throws and the range type live in store-errors.ts, so
+// the stores' parts (pooled-read.ts, store-deadlines.ts) need not import this
+// file, which names them: no circle, type imports included.
+export { ObjectNotFoundError, ObjectStoreError, ObjectTooLargeError, StoreTimeoutError, type ByteRange } from './store-errors.js';
 
 export interface PutOptions {
   /**
@@ -149,44 +149,4 @@ export interface ObjectStore extends ResumableStore {
 
   /** Releases connections and handles. */
   close?(): Promise<void>;
-}
-
-export class ObjectNotFoundError extends Error {
-  readonly code = 'object_not_found';
-  constructor(readonly key: string) {
-    super(`object ${key} not found`);
-    this.name = 'ObjectNotFoundError';
-  }
-}
-
-/** The body is larger than the store can hold (or than 10,000 parts of the part size put() chose). */
-export class ObjectTooLargeError extends Error {
-  readonly code = 'object_too_large';
-  constructor(readonly limit: number) {
-    super(`the object store holds at most ${limit} bytes in one object`);
-    this.name = 'ObjectTooLargeError';
-  }
-}
-
-/** The store could not be reached or failed; the operation did nothing visible. */
-export class ObjectStoreError extends Error {
-  readonly code = 'store_unavailable';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'ObjectStoreError';
-  }
-}
-
-/**
- * A store call that did not finish within its deadline (store-deadlines.ts):
- * the store hangs. Like any store failure it answers 503 store_unavailable.
- */
-export class StoreTimeoutError extends ObjectStoreError {
-  constructor(
-    readonly operation: string,
-    readonly ms: number,
-  ) {
-    super(`the object store did not answer ${operation} within ${ms} ms`);
-    this.name = 'StoreTimeoutError';
-  }
 }

@@ -17,7 +17,7 @@
 // and the store reads the object through the SDK instead.
 import net from 'node:net';
 import tls from 'node:tls';
-import { ObjectStoreError, StoreTimeoutError, type ByteRange } from './object-store.js';
+import { ObjectStoreError, StoreTimeoutError, type ByteRange } from './store-errors.js';
 import { bodyLength, errorCode, readResponseHead, ResponseHeadError, servedStart, type ResponseHead } from './http-head.js';
 import type { StoreCallObserver } from './store-deadlines.js';
 

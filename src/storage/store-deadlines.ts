@@ -4,7 +4,7 @@
 // deadline sized to its work, and its firing is a store failure like any
 // other (503 store_unavailable, counted, the upload cleaned up).
 import type { Readable } from 'node:stream';
-import { StoreTimeoutError } from './object-store.js';
+import { StoreTimeoutError } from './store-errors.js';
 
 export interface StoreDeadlines {
   /** Milliseconds for a call without a body to send: a HEAD, a DELETE, creating, completing or aborting a multipart upload, a listing; and the first byte of a read. */

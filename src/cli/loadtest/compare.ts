@@ -5,7 +5,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { CliError } from '../cli-error.js';
-import type { Output } from './index.js';
+import type { Output } from './output.js';
 
 interface KindNumbers {
   requests: number;

@@ -8,6 +8,7 @@ import { removeFiles } from './cleanup.js';
 import { parseLoadtestArgs } from './options.js';
 import { Recorder } from './recorder.js';
 import { renderReport } from './report.js';
+import type { Output } from './output.js';
 import type { Target } from './requests.js';
 import { startCutProxy } from './resumable.js';
 import { prepare, runSlowClients, runWorkers, type Workload } from './scenarios.js';
@@ -22,12 +23,6 @@ export { LOADTEST_USAGE } from './options.js';
 const GRACE_MS = 30_000;
 
 const mib = (bytes: number) => bytes / 2 ** 20;
-
-/** Where the loadtest writes: the process's streams, or a test's. */
-export interface Output {
-  stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown };
-}
 
 function progressLine(recorder: Recorder, previous: { out: number; in: number; at: number }, rss: number | undefined): string {
   const moved = recorder.moved();
