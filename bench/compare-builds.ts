@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { auth, createDatabase, migrate, REDIS_URL, startDropstream, type Dropstream } from './lib/dropstream.js';
 import { alternate, median, round, watch } from './lib/measure.js';
-import { MiB, run, setLogDir } from './lib/proc.js';
+import { cpuSecondsOf, MiB, run, setLogDir } from './lib/proc.js';
 import { S3Admin } from './lib/s3.js';
 import { procScript, startDownloadProxy, startS3rver } from './lib/servers.js';
 import { storageKey } from './scenarios/downloads.js';
@@ -171,11 +171,13 @@ try {
     await cannon('A', 2);
     await cannon('B', 2);
     const res = await alternate(['A', 'B'] as const, reps, async (side) => {
-      const { result: r, watch: w } = await watch({ server: servers[side]!.proc.pid }, () => cannon(side, Number(values.seconds)));
+      const { result: r, watch: w } = await watch({ server: servers[side]!.proc.pid }, () => cannon(side, Number(values.seconds)), {
+        postgres: () => cpuSecondsOf((cmd) => cmd.startsWith('postgres:') && cmd.includes(` ${db.name} `)),
+      });
       if (r.non2xx) throw new Error(`${side}: ${r.non2xx} non-2xx answers`);
-      return { req_s: Math.round(r.requests.average), p50_ms: r.latency.p50, p99_ms: r.latency.p99, peak_rss_mib: w.peakRssMib.server!, server_cpu_pct: w.cpuPct.server! };
+      return { req_s: Math.round(r.requests.average), p50_ms: r.latency.p50, p99_ms: r.latency.p99, peak_rss_mib: w.peakRssMib.server!, server_cpu_pct: w.cpuPct.server!, postgres_cpu_pct: w.cpuPct.postgres! };
     });
-    for (const key of ['req_s', 'p50_ms', 'p99_ms', 'peak_rss_mib', 'server_cpu_pct']) show(`GET ${path}`, key, res);
+    for (const key of ['req_s', 'p50_ms', 'p99_ms', 'peak_rss_mib', 'server_cpu_pct', 'postgres_cpu_pct']) show(`GET ${path}`, key, res);
   }
 } finally {
   await Promise.all(Object.values(servers).map((s) => s.proc.stop()));
