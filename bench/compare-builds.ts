@@ -161,7 +161,9 @@ try {
     const paths: Record<string, string> = {};
     for (const side of ['A', 'B'] as const) {
       const seeded = await run<{ uploads: { body: string }[] }>({ name: 'upload-client', args: [procScript('upload-client'), JSON.stringify({ mode: 'multipart', url: `${servers[side]!.url}/api/v1/files/upload`, headers: auth(servers[side]!), size: 1024, count: 25 })] });
-      paths[side] = path.replace('{id}', String(Math.min(...seeded.uploads.map((u) => JSON.parse(u.body).file_id as number))));
+      // An upload refused under the seeding's concurrency (a 503) has no file_id; the others do.
+      const ids = seeded.uploads.map((u) => (JSON.parse(u.body) as { file_id?: number }).file_id).filter((id): id is number => Number.isInteger(id));
+      paths[side] = path.replace('{id}', String(Math.min(...ids)));
     }
     const cannon = (side: 'A' | 'B', seconds: number) =>
       run<{ requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number }>({
