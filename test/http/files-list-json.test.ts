@@ -60,7 +60,7 @@ for (const backend of backends) {
       return JSON.stringify({ success: true, files: rows.map(toFileListing).map((f) => presentFile(f, PUBLIC_URL)), pagination: pagination(page, limit, total) });
     }
 
-    for (const [query, page, limit] of [['', 1, 20], ['?limit=1', 1, 1], ['?page=2&limit=4', 2, 4], ['?page=6&limit=1', 6, 1], ['?page=7&limit=1', 7, 1], ['?page=3&limit=100', 3, 100], ['?limit=100', 1, 100]] as const) {
+    for (const [query, page, limit] of [['', 1, 20], ['?limit=1', 1, 1], ['?page=2&limit=4', 2, 4], ['?page=6&limit=1', 6, 1], ['?page=7&limit=1', 7, 1], ['?page=3&limit=100', 3, 100], ['?limit=100', 1, 100], ['?page=999999999&limit=100', 999999999, 100]] as const) {
       it(`when the query is "${query}", then the body is byte for byte the one presentFile and JSON.stringify give`, async () => {
         const res = await call(t.url(`/api/v1/files${query}`), { key });
         expect(res.status).to.equal(200);
