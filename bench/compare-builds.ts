@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { auth, createDatabase, migrate, REDIS_URL, startDropstream, type Dropstream } from './lib/dropstream.js';
 import { alternate, median, round, watch } from './lib/measure.js';
-import { MiB, run, setLogDir } from './lib/proc.js';
+import { cpuSecondsOf, MiB, run, setLogDir } from './lib/proc.js';
 import { S3Admin } from './lib/s3.js';
 import { procScript, startDownloadProxy, startS3rver } from './lib/servers.js';
 import { storageKey } from './scenarios/downloads.js';
@@ -161,7 +161,9 @@ try {
     const paths: Record<string, string> = {};
     for (const side of ['A', 'B'] as const) {
       const seeded = await run<{ uploads: { body: string }[] }>({ name: 'upload-client', args: [procScript('upload-client'), JSON.stringify({ mode: 'multipart', url: `${servers[side]!.url}/api/v1/files/upload`, headers: auth(servers[side]!), size: 1024, count: 25 })] });
-      paths[side] = path.replace('{id}', String(Math.min(...seeded.uploads.map((u) => JSON.parse(u.body).file_id as number))));
+      // An upload refused under the seeding's concurrency (a 503) has no file_id; the others do.
+      const ids = seeded.uploads.map((u) => (JSON.parse(u.body) as { file_id?: number }).file_id).filter((id): id is number => Number.isInteger(id));
+      paths[side] = path.replace('{id}', String(Math.min(...ids)));
     }
     const cannon = (side: 'A' | 'B', seconds: number) =>
       run<{ requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number }>({
@@ -171,11 +173,13 @@ try {
     await cannon('A', 2);
     await cannon('B', 2);
     const res = await alternate(['A', 'B'] as const, reps, async (side) => {
-      const { result: r, watch: w } = await watch({ server: servers[side]!.proc.pid }, () => cannon(side, Number(values.seconds)));
+      const { result: r, watch: w } = await watch({ server: servers[side]!.proc.pid }, () => cannon(side, Number(values.seconds)), {
+        postgres: () => cpuSecondsOf((cmd) => cmd.startsWith('postgres:') && cmd.includes(` ${db.name} `)),
+      });
       if (r.non2xx) throw new Error(`${side}: ${r.non2xx} non-2xx answers`);
-      return { req_s: Math.round(r.requests.average), p50_ms: r.latency.p50, p99_ms: r.latency.p99, peak_rss_mib: w.peakRssMib.server!, server_cpu_pct: w.cpuPct.server! };
+      return { req_s: Math.round(r.requests.average), p50_ms: r.latency.p50, p99_ms: r.latency.p99, peak_rss_mib: w.peakRssMib.server!, server_cpu_pct: w.cpuPct.server!, postgres_cpu_pct: w.cpuPct.postgres! };
     });
-    for (const key of ['req_s', 'p50_ms', 'p99_ms', 'peak_rss_mib', 'server_cpu_pct']) show(`GET ${path}`, key, res);
+    for (const key of ['req_s', 'p50_ms', 'p99_ms', 'peak_rss_mib', 'server_cpu_pct', 'postgres_cpu_pct']) show(`GET ${path}`, key, res);
   }
 } finally {
   await Promise.all(Object.values(servers).map((s) => s.proc.stop()));

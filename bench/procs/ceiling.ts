@@ -142,11 +142,11 @@ router.get('/files', async (ctx) => {
 });
 
 router.get('/stats', async (ctx) => {
-  const { rows } = await db.query('SELECT file_count, total_bytes FROM accounts WHERE id = $1', [ctx.state.caller.accountId]);
+  const { rows } = await db.query('SELECT file_count, total_bytes, reserved_bytes FROM accounts WHERE id = $1', [ctx.state.caller.accountId]);
   const { plan } = ctx.state.caller;
   ctx.body = {
     success: true,
-    stats: { total_files: rows[0].file_count, total_size: Number(rows[0].total_bytes) },
+    stats: { total_files: rows[0].file_count, total_size: Number(rows[0].total_bytes), reserved_size: Number(rows[0].reserved_bytes) },
     limits: {
       max_file_size: plan.maxFileSize, daily_uploads: plan.dailyUploads, concurrent_uploads: plan.concurrentUploads,
       max_total_size: plan.maxTotalSize, max_expires_in: plan.maxExpiresIn,

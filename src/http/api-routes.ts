@@ -119,12 +119,10 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
 
   router.get('/files', need('files:read'), async (ctx) => {
     const { page, limit } = parseListQuery(ctx.query);
-    const { files: records, total } = await files.list(ctx.state.caller.accountId, page, limit);
-    ctx.body = {
-      success: true,
-      files: records.map((file) => presentFile(file, publicUrl)),
-      pagination: pagination(page, limit, total),
-    };
+    // The items come as JSON text from the database (FileService.pageJson): passed through, not parsed.
+    const { filesJson, total } = await files.pageJson(ctx.state.caller.accountId, page, limit, publicUrl);
+    ctx.type = 'json';
+    ctx.body = `{"success":true,"files":${filesJson},"pagination":${JSON.stringify(pagination(page, limit, total))}}`;
   });
 
   router.get('/files/:id', need('files:read'), async (ctx) => {
