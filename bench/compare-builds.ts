@@ -160,8 +160,9 @@ try {
     // {id} in the path becomes the side's first file (each side has an account of its own).
     const paths: Record<string, string> = {};
     for (const side of ['A', 'B'] as const) {
-      const seeded = await run<{ uploads: { body: string }[] }>({ name: 'upload-client', args: [procScript('upload-client'), JSON.stringify({ mode: 'multipart', url: `${servers[side]!.url}/api/v1/files/upload`, headers: auth(servers[side]!), size: 1024, count: 25 })] });
-      // An upload refused under the seeding's concurrency (a 503) has no file_id; the others do.
+      const seeded = await run<{ uploads: { body: string }[] }>({ name: 'upload-client', args: [procScript('upload-client'), JSON.stringify({ mode: 'multipart', url: `${servers[side]!.url}/api/v1/files/upload`, headers: auth(servers[side]!), size: 1024, count: 24 })] });
+      // 24 at once: one account holds at most 24 of the 32 upload slots (a 25th is 503 server_busy).
+      // An upload refused anyway (an older build, other limits) has no file_id; the others do.
       const ids = seeded.uploads.map((u) => (JSON.parse(u.body) as { file_id?: number }).file_id).filter((id): id is number => Number.isInteger(id));
       paths[side] = path.replace('{id}', String(Math.min(...ids)));
     }
