@@ -8,19 +8,13 @@ import {
   ListObjectsV2Command,
   S3Client,
 } from '@aws-sdk/client-s3';
+import { s3rverClientConfig } from './s3-config.js';
 
 export class S3Admin {
   readonly client: S3Client;
 
   constructor(readonly endpoint: string) {
-    this.client = new S3Client({
-      endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-      forcePathStyle: true,
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    });
+    this.client = new S3Client(s3rverClientConfig(endpoint));
   }
 
   async createBucket(bucket: string): Promise<void> {
