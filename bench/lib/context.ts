@@ -37,7 +37,7 @@ export async function startOurs(
   b: Bench,
   scenario: string,
   store: 's3' | 'local',
-  extra: { env?: Record<string, string>; nodeFlags?: string[] } = {},
+  extra: { env?: Record<string, string>; nodeFlags?: string[]; deferAccount?: boolean } = {},
 ): Promise<Dropstream & { dataDir: string }> {
   const dataDir = join(b.workDir, `dropstream-${++servers}`);
   await mkdir(dataDir, { recursive: true });
@@ -49,8 +49,10 @@ export async function startOurs(
     s3: store === 's3' ? { endpoint: b.s3.endpoint, bucket: 'dropstream' } : undefined,
     nodeFlags: [...b.serverFlags(`${scenario}-${store}`), ...(extra.nodeFlags ?? [])],
     env: { ...b.serverEnv, ...extra.env },
+    deferAccount: extra.deferAccount,
   });
-  return { ...started, dataDir };
+  // The same object, not a copy: account() sets its apiKey.
+  return Object.assign(started, { dataDir });
 }
 
 /** One side of a comparison: medians and every sample. */

@@ -67,6 +67,11 @@ export interface DropstreamOptions {
   env?: Record<string, string>;
   /** The CLI to run `serve` with; default bin/dropstream.js (bench/compare-builds.ts runs saved builds). */
   entry?: string;
+  /**
+   * Leave the benchmark account (two admin API requests) until `account()`
+   * is called, so an idle reading after start follows no request at all.
+   */
+  deferAccount?: boolean;
 }
 
 export interface Dropstream {
@@ -76,8 +81,10 @@ export interface Dropstream {
   adminToken: string;
   /** Peak RSS right after start, before any request. */
   startupPeakRss: number;
-  /** API key of the benchmark account. */
+  /** API key of the benchmark account ("" until `account()` has made it, with deferAccount). */
   apiKey: string;
+  /** Makes the benchmark account if it is not made yet (sets apiKey). */
+  account(): Promise<void>;
 }
 
 export async function startDropstream(options: DropstreamOptions): Promise<Dropstream> {
@@ -112,7 +119,15 @@ export async function startDropstream(options: DropstreamOptions): Promise<Drops
   });
   const startupPeakRss = await proc.peakRss();
   const server = { proc, url: String(ready.url), adminUrl: String(ready.adminUrl), adminToken, startupPeakRss };
-  return { ...server, apiKey: await benchAccount(server) };
+  const started: Dropstream = {
+    ...server,
+    apiKey: '',
+    account: async () => {
+      if (!started.apiKey) started.apiKey = await benchAccount(server);
+    },
+  };
+  if (!options.deferAccount) await started.account();
+  return started;
 }
 
 /** Calls the admin API; throws unless 2xx. */

@@ -40,6 +40,9 @@ export const startMulter = (endpoint: string, bucket: string) => startServer('mu
 /** A bare node:http server piping GetObject of GET /<key> to the response (bench/procs/download-proxy.ts). */
 export const startDownloadProxy = (endpoint: string, bucket: string) => startServer('download-proxy', 'download-proxy', [JSON.stringify({ endpoint, bucket })]);
 
+/** Express + GetObject of GET /<key> piped to the response (bench/procs/express-download.ts): the download peer. */
+export const startExpressDownload = (endpoint: string, bucket: string) => startServer('express-download', 'express-download', [JSON.stringify({ endpoint, bucket })]);
+
 /** A bare node:http server piping fs.createReadStream to the response (bench/procs/download-file.ts): the local store's floor. */
 export const startDownloadFile = (root: string) => startServer('download-file', 'download-file', [JSON.stringify({ root })]);
 

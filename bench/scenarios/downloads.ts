@@ -4,7 +4,11 @@
 //   S3 (s3rver): ours proxied; ours with S3_PRESIGNED_DOWNLOADS (the client
 //     follows the 302 to the store, as curl -L does); a bare proxy
 //     (bench/procs/download-proxy.ts: GetObject piped to the response); a
-//     direct GetObject from s3rver;
+//     direct GetObject from s3rver; and the peers people run: Express + the
+//     SDK's GetObject piped to the response (bench/procs/express-download.ts,
+//     as Pingvin Share and Zipline serve S3 files) and @tus/server's GET with
+//     @tus/s3-store (bench/procs/tus-server.ts) on an upload made through it
+//     (whole only: its GET answers every Range with the whole file);
 //   local store: ours; a bare fs.createReadStream -> res server
 //     (bench/procs/download-file.ts) reading the same file.
 // Cases: whole (the object at once: 1 GiB; 64 MiB with --quick); ranged (64
@@ -17,12 +21,15 @@ import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/cont
 import { auth, type Dropstream } from '../lib/dropstream.js';
 import { alternate, mbPerSecond, median, round, watch } from '../lib/measure.js';
 import { MiB, run } from '../lib/proc.js';
-import { procScript, startDownloadFile, startDownloadProxy } from '../lib/servers.js';
+import { procScript, startDownloadFile, startDownloadProxy, startExpressDownload, startTus } from '../lib/servers.js';
 
 const OURS = 'dropstream /download';
 const OFFLOAD = 'dropstream /download, presigned (302 followed)';
 const PROXY = 'bare node:http proxy';
 const DIRECT = 'direct GetObject';
+const EXPRESS = 'Express + GetObject piped (Pingvin Share, Zipline)';
+const TUS = '@tus/server GET (@tus/s3-store)';
+const PEERS = [EXPRESS, TUS];
 const OURS_LOCAL = 'dropstream /download (local store)';
 const FILE = 'bare fs.createReadStream -> res';
 const RANGES = 64;
@@ -39,6 +46,8 @@ interface Party {
   spec: Record<string, unknown>;
   /** The server's pid, when the party has one. */
   pid?: number;
+  /** Left out of the ranged case (a server that answers a Range with the whole object). */
+  wholeOnly?: boolean;
 }
 
 /** The storage key of the file behind a link token (the bare proxy serves the object by it). */
@@ -64,17 +73,28 @@ async function uploadOne(b: Bench, server: Dropstream, size: number): Promise<{ 
   return { url: `${server.url}${path}`, path, key: await storageKey(b.db.url, path.split('/').pop()!) };
 }
 
+/** Uploads `size` bytes through tus-node-server (POST, one PATCH); the upload's URL, which its GET serves. */
+async function uploadTus(url: string, size: number): Promise<string> {
+  const uploaded = await run<{ uploads: { status: number; location?: string }[] }>({
+    name: 'upload-client',
+    args: [procScript('upload-client'), JSON.stringify({ mode: 'tus', url, size, count: 1 })],
+  });
+  const u = uploaded.uploads[0]!;
+  if (u.status !== 204 || !u.location) throw new Error(`tus upload answered ${u.status}`);
+  return u.location;
+}
+
 const cpuPerGb = (cpuPct: number, mbS: number) => (mbS > 0 ? round(cpuPct / 100 / (mbS / 1000), 3) : 0);
 
 /** Runs `parties` alternately, whole and ranged, and compares the first (ours) with `floor` (and `direct`, when given). */
 async function compare(b: Bench, log: (s: string) => void, store: string, size: number, parties: Record<string, Party>, floor: string, direct?: string): Promise<Comparison[]> {
-  const labels = Object.keys(parties);
   const ranges: [number, number][] = Array.from({ length: RANGES }, (_, i) => {
     const start = Math.floor((i * (size - MiB)) / (RANGES - 1));
     return [start, start + MiB - 1];
   });
   const out: Comparison[] = [];
   for (const kind of ['whole', 'ranged'] as const) {
+    const labels = Object.keys(parties).filter((label) => kind === 'whole' || !parties[label]!.wholeOnly);
     const reps = b.reps ?? (b.quick ? 2 : 3);
     const expected = kind === 'whole' ? size : RANGES * MiB;
     const results = await alternate(labels, reps, async (label, rep) => {
@@ -109,6 +129,7 @@ async function compare(b: Bench, log: (s: string) => void, store: string, size: 
       ratios[`MB/s vs ${direct}`] = ratio(ours.mb_s!, by(direct).mb_s!);
       ratios[`${floor} MB/s vs ${direct}`] = ratio(by(floor).mb_s!, by(direct).mb_s!);
     }
+    for (const peer of PEERS.filter((p) => labels.includes(p))) ratios[`MB/s vs ${peer}`] = ratio(ours.mb_s!, by(peer).mb_s!);
     if (parties[OFFLOAD]) ratios[`${OFFLOAD} MB/s vs ${direct}`] = ratio(by(OFFLOAD).mb_s!, by(direct!).mb_s!);
     out.push({ scenario: 'downloads', case: what, reps, sides, ratios });
   }
@@ -123,17 +144,26 @@ export async function downloads(b: Bench, log: (s: string) => void): Promise<Com
   const server = await startOurs(b, 'downloads', 's3');
   const offloading = await startOurs(b, 'downloads-offload', 's3', { env: { S3_PRESIGNED_DOWNLOADS: 'true' } });
   const proxy = await startDownloadProxy(b.s3.endpoint, 'dropstream');
+  const express = await startExpressDownload(b.s3.endpoint, 'dropstream');
+  await b.s3.admin.createBucket('tus-downloads');
+  const tus = await startTus(b.s3.endpoint, 'tus-downloads', b.workDir);
   try {
     const file = await uploadOne(b, server, size);
+    const tusFile = await uploadTus(tus.url, size);
     out.push(
       ...(await compare(b, log, 's3', size, {
         [OURS]: { spec: { mode: 'http', url: file.url }, pid: server.proc.pid },
         [OFFLOAD]: { spec: { mode: 'http', url: `${offloading.url}${file.path}`, follow: true }, pid: offloading.proc.pid },
         [PROXY]: { spec: { mode: 'http', url: `${proxy.url}/${encodeURIComponent(file.key)}` }, pid: proxy.proc.pid },
         [DIRECT]: { spec: { mode: 's3', endpoint: b.s3.endpoint, bucket: 'dropstream', key: file.key } },
+        [EXPRESS]: { spec: { mode: 'http', url: `${express.url}/${encodeURIComponent(file.key)}` }, pid: express.proc.pid },
+        [TUS]: { spec: { mode: 'http', url: tusFile }, pid: tus.proc.pid, wholeOnly: true },
       }, PROXY, DIRECT)),
     );
   } finally {
+    await tus.proc.stop();
+    await b.s3.admin.empty('tus-downloads');
+    await express.proc.stop();
     await proxy.proc.stop();
     await offloading.proc.stop();
     await server.proc.stop();

@@ -7,13 +7,15 @@
 //          process piping to a file (no HTTP: the disk's own limit).
 // Servers start once; their memory is read right after start (the peak) and
 // after IDLE_AFTER_START_S seconds without a request (issue 24's idle after
-// start); a small upload warms each one up (JIT, connection pools) before
+// start; in full mode the median of that start and IDLE_STARTS more, ours and
+// tus-node-server started fresh side by side, since one start of each reads
+// within a few MiB); a small upload warms each one up (JIT, connection pools) before
 // anything is measured, and VmHWM is reset before every run.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
-import { alternate } from '../lib/measure.js';
+import { alternate, median } from '../lib/measure.js';
 import { currentRss, MiB } from '../lib/proc.js';
 import { startBusboyFile, startMulter, startTus } from '../lib/servers.js';
 import { busboyFileParty, directFileParty, directS3Party, dropstreamParty, multerParty, tusParty, type UploadParty, type UploadSample } from '../lib/uploads.js';
@@ -26,10 +28,28 @@ const DIRECT_FILE = 'bare Node to file';
 export const BUSBOY_FILE = 'node:http + busboy to file';
 /** As the soak's idle: RSS after this long without a request. */
 const IDLE_AFTER_START_S = 30;
+/** Fresh starts of ours and tus-node-server, side by side, for the idle reading's median (full mode; issue 54). */
+const IDLE_STARTS = 2;
 
 /** RSS by party, for a log line or a note: "dropstream 96.4 MiB, tus-node-server 82.8 MiB". */
 const rssList = (rss: Record<string, number>) => Object.entries(rss).map(([k, v]) => `${k} ${(v / MiB).toFixed(1)} MiB`).join(', ');
 const rssInMib = (rss: Record<string, number>) => Object.fromEntries(Object.entries(rss).map(([k, v]) => [k, Math.round((v / MiB) * 10) / 10]));
+
+/** Starts ours and tus-node-server together `count` times, each time reading their RSS IDLE_AFTER_START_S after both listen; no request in between. */
+async function idleStarts(b: Bench, tusTmp: string, count: number): Promise<{ ours: number[]; tus: number[] }> {
+  const read = { ours: [] as number[], tus: [] as number[] };
+  for (let i = 0; i < count; i++) {
+    const [ours, tus] = await Promise.all([startOurs(b, 'uploads-idle', 's3', { deferAccount: true }), startTus(b.s3.endpoint, 'tus', tusTmp)]);
+    try {
+      await sleep(IDLE_AFTER_START_S * 1000);
+      read.ours.push(await currentRss(ours.proc.pid));
+      read.tus.push(await currentRss(tus.proc.pid));
+    } finally {
+      await Promise.all([ours.proc.stop(), tus.proc.stop()]);
+    }
+  }
+  return read;
+}
 
 export function uploadSizes(b: Bench): number[] {
   if (b.sizes) return b.sizes;
@@ -59,7 +79,7 @@ async function compare(b: Bench, store: string, all: UploadParty[], startPeak: R
     const ratios: Record<string, number> = {};
     for (const other of sides.slice(1)) ratios[`MB/s vs ${other.label}`] = ratio(ours.mb_s, other.median.mb_s!);
     const notes = [`peak RSS right after start, before any request: ${rssList(startPeak)}`];
-    if (Object.keys(rested).length) notes.push(`RSS ${IDLE_AFTER_START_S} s after start, no request yet: ${rssList(rested)}`);
+    if (Object.keys(rested).length) notes.push(`RSS ${IDLE_AFTER_START_S} s after start, no request yet${b.quick ? '' : ` (${OURS} and ${TUS}: the median of ${IDLE_STARTS + 1} starts)`}: ${rssList(rested)}`);
     const first = { notes, startupRssMib: rssInMib(startPeak), idleRssMib: rssInMib(rested) };
     out.push({ scenario: 'uploads', case: `${store}, ${size / MiB} MiB`, reps, sides, ratios, ...(out.length ? {} : first) });
   }
@@ -73,14 +93,19 @@ export async function uploads(b: Bench, log: (s: string) => void): Promise<Compa
   const tusTmp = join(b.workDir, 'tus-tmp');
   await mkdir(tusTmp, { recursive: true });
 
-  const ours = await startOurs(b, 'uploads', 's3');
+  // The account comes after the idle reading: "no request yet" means none, not even the admin API's.
+  const ours = await startOurs(b, 'uploads', 's3', { deferAccount: true });
   const tus = await startTus(ctx.endpoint, 'tus', tusTmp);
   const multer = await startMulter(ctx.endpoint, 'multer');
   try {
     const startPeak = { [OURS]: ours.startupPeakRss, [TUS]: tus.startupPeakRss, [MULTER]: multer.startupPeakRss };
     await sleep(IDLE_AFTER_START_S * 1000);
-    const rested = { [OURS]: await currentRss(ours.proc.pid), [TUS]: await currentRss(tus.proc.pid), [MULTER]: await currentRss(multer.proc.pid) };
-    log(`S3 uploads (peak RSS after start: ${rssList(startPeak)}; ${IDLE_AFTER_START_S} s later: ${rssList(rested)})`);
+    const first = { [OURS]: await currentRss(ours.proc.pid), [TUS]: await currentRss(tus.proc.pid), [MULTER]: await currentRss(multer.proc.pid) };
+    log(`S3 uploads (peak RSS after start: ${rssList(startPeak)}; ${IDLE_AFTER_START_S} s later: ${rssList(first)})`);
+    await ours.account();
+    const more = await idleStarts(b, tusTmp, b.quick ? 0 : IDLE_STARTS);
+    if (more.ours.length) log(`  idle ${IDLE_AFTER_START_S} s after ${more.ours.length} more starts: dropstream ${more.ours.map((v) => (v / MiB).toFixed(1)).join(', ')} MiB; tus-node-server ${more.tus.map((v) => (v / MiB).toFixed(1)).join(', ')} MiB`);
+    const rested = { ...first, [OURS]: median([first[OURS]!, ...more.ours]), [TUS]: median([first[TUS]!, ...more.tus]) };
     results.push(
       ...(await compare(b, 's3', [
         dropstreamParty(OURS, ours, ctx.s3rverPid),

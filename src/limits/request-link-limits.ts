@@ -4,7 +4,7 @@
 // rate-limiter-flexible like the failure limits (Redis shared by every
 // instance, an in-memory insurance limiter while Redis is away).
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from './rate-limiter-classes.js';
 
 export interface RequestLinkLimitsOptions {
   redis?: Redis;
