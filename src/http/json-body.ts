@@ -32,6 +32,8 @@ export interface JsonBodyOptions {
   invalid: () => AppError;
   /** BODY_TIMEOUT in milliseconds: from the moment reading starts to the body's last byte. */
   timeoutMs: number;
+  /** Imports @koa/bodyparser (a test's stand-in may fail as an import can: EMFILE). */
+  loadParser?: () => Promise<typeof import('@koa/bodyparser')>;
 }
 
 /**
@@ -41,20 +43,26 @@ export interface JsonBodyOptions {
  * only once the body is read: a timed-out request never reaches them, even
  * if its last byte comes while the 408 is on its way.
  */
-export function jsonBody({ limit, invalid, timeoutMs }: JsonBodyOptions): Middleware {
+export function jsonBody({ limit, invalid, timeoutMs, loadParser = () => import('@koa/bodyparser') }: JsonBodyOptions): Middleware {
   // Imported with the first JSON body, not at start (issue 54): with co-body,
   // qs and their helpers it is 2.4 MiB of V8 heap in a process that may
   // serve only downloads and uploads for hours.
   let parser: Promise<Middleware> | undefined;
   const parse: Middleware = async (ctx, next) => {
-    parser ??= import('@koa/bodyparser').then(({ bodyParser }) =>
-      bodyParser({
-        enableTypes: ['json'],
-        jsonLimit: limit,
-        onError: () => {
-          throw invalid();
-        },
-      }) as Middleware,
+    // A failed import (out of descriptors) fails this request only: the next one imports again.
+    parser ??= loadParser().then(
+      ({ bodyParser }) =>
+        bodyParser({
+          enableTypes: ['json'],
+          jsonLimit: limit,
+          onError: () => {
+            throw invalid();
+          },
+        }) as Middleware,
+      (err: unknown) => {
+        parser = undefined;
+        throw err;
+      },
     );
     return (await parser)(ctx, next);
   };
