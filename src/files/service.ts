@@ -6,6 +6,7 @@ import type { ObjectStore } from '../storage/object-store.js';
 import { fileErrors } from './errors.js';
 import { removeFileRow } from './file-rows.js';
 import { LISTED, toFileListing, type FileListing } from './record.js';
+import { sqlDate } from '../wire-date.js';
 
 export interface FileServiceOptions {
   prisma: PrismaClient;
@@ -76,10 +77,10 @@ export class FileService {
       ) f
       CROSS JOIN LATERAL (
         SELECT f.id AS file_id, f.filename, f.size,
-               to_char(f.created_at, 'YYYY-MM-DD HH24:MI:SS') AS upload_date,
+               ${sqlDate('f.created_at')} AS upload_date,
                f.download_count,
                ${publicUrl}::text || '/download/' || f.link_token AS public_link,
-               to_char(f.expires_at, 'YYYY-MM-DD HH24:MI:SS') AS expires_at,
+               ${sqlDate('f.expires_at')} AS expires_at,
                f.request_id
       ) item`;
     return { filesJson: `[${row?.files ?? ''}]`, total: row?.total ?? 0 };

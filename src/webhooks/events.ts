@@ -3,7 +3,7 @@
 // they report: a file row and its file.uploaded event commit together, or
 // neither (the files statements are single statements: src/files/file-rows.ts).
 import { Prisma } from '../generated/prisma/client.js';
-import { formatDate } from '../wire-date.js';
+import { formatDate, sqlDate } from '../wire-date.js';
 
 export const EVENT_TYPES = ['file.uploaded', 'file.deleted', 'file.downloaded', 'link.exhausted', 'upload.expired'] as const;
 
@@ -12,9 +12,9 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /** The file as the API shows it (src/http/present.ts), plus sha256, from the files columns of `f`. */
 const FILE_DATA = Prisma.sql`jsonb_build_object(
       'file_id', f.id, 'filename', f.filename, 'size', f.size, 'sha256', f.sha256,
-      'upload_date', to_char(f.created_at, 'YYYY-MM-DD HH24:MI:SS'),
+      'upload_date', ${sqlDate('f.created_at')},
       'download_count', f.download_count,
-      'expires_at', to_char(f.expires_at, 'YYYY-MM-DD HH24:MI:SS'),
+      'expires_at', ${sqlDate('f.expires_at')},
       'request_id', f.request_id)`;
 
 /**
