@@ -27,6 +27,7 @@ import { ResumableUploads } from './tus/uploads.js';
 import { UploadLocker } from './tus/locker.js';
 import { FileService } from './files/service.js';
 import { PlainUploads } from './uploads/service.js';
+import { Intake } from './intake/intake.js';
 import { Sweeper } from './files/sweeper.js';
 import { UploadGate } from './limits/upload-gate.js';
 import { ConcurrencySlots } from './limits/concurrent-uploads.js';
@@ -263,14 +264,9 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
       onDropped: (count) => tools.metrics.webhookEventsDropped.inc({ type: 'file.downloaded' }, count),
     },
   });
-  const uploads = new PlainUploads({
-    prisma: db.prisma,
-    store,
-    ledger,
-    onCleanupError: tools.onCleanupError,
-    heartbeatMs: options.uploadHeartbeatMs,
-    lateWriteSeconds: config.storeLateWriteWindow,
-  });
+  // Every upload opens and becomes a file here, whatever its transport.
+  const intake = new Intake({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, lateWriteSeconds: config.storeLateWriteWindow });
+  const uploads = new PlainUploads({ intake, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs });
   // tus: the uploads' rows and their locker over the same ledger. A release
   // request (newest tus request wins) reaches the instance holding the lock
   // on the notice carrier; notices arrive only once it has started, below,
@@ -288,9 +284,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   });
   await notices.start();
   const resumable = new ResumableUploads({
-    prisma: db.prisma,
-    store,
-    ledger,
+    intake,
     records,
     locker,
     expirySeconds: config.resumableExpiry,

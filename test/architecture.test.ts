@@ -13,7 +13,9 @@ const LAYERS: Record<string, string[]> = {
   'the composition root': ['server'],
   'the Koa apps': ['app'],
   'HTTP: routes and middleware': ['http'],
-  'features: file requests, tus, plain uploads, files, links': ['requests', 'tus', 'uploads', 'files', 'links'],
+  'transports: tus, plain uploads': ['tus', 'uploads'],
+  'the intake: where every upload opens and becomes a file': ['intake'],
+  'features: file requests, files, links': ['requests', 'files', 'links'],
   'what features stand on: keys and plans, the outbox, limits': ['accounts', 'webhooks', 'limits'],
   'the ledgers: the upload ledger (pending_objects, daily_uploads, reserved_bytes), the audit trail': ['ledger', 'audit'],
   'services: stores, the database, notices between instances, metrics, closers, memory tuning': ['storage', 'db', 'notices', 'metrics', 'closers', 'memory'],
@@ -121,6 +123,17 @@ describe('the import graph of src/', () => {
     const upward = [...modules].flatMap(([from, targets]) => [...targets].filter((to) => layerOf.get(to)! < layerOf.get(from)!).map((to) => `${from} -> ${to}`));
     expect(upward).to.deep.equal([]);
     expect([...layerOf.keys()].filter((name) => !modules.has(name)).sort(), 'names in LAYERS with no module (renamed or gone)').to.deep.equal([]);
+  });
+
+  it('when the upload ledger\'s statements are imported, then only the ledger, the intake and the two named readers and writer import them', () => {
+    // The SQL on pending_objects, daily_uploads and reserved_bytes is the
+    // ledger's; the intake runs the statements that open and finish an
+    // upload. Outside them: a file's deletion queues its object in the
+    // statement removing its row, tus's listing reads which uploads are
+    // unfinished, and the orphan walk reads which objects a record names.
+    const statements = join(SRC, 'ledger', 'statements.ts');
+    const importers = [...files].filter(([file, targets]) => targets.has(statements) && !['ledger', 'intake'].includes(moduleOf(file))).map(([file]) => relative(SRC, file));
+    expect(importers.sort()).to.deep.equal(['files/file-rows.ts', 'files/orphans.ts', 'tus/records.ts']);
   });
 
   it('when process-wide tuning is imported, then only the command line imports it', () => {

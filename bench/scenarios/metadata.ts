@@ -18,7 +18,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
-import { newFileId } from '../../src/files/file-rows.js';
+import { newFileId } from '../../src/files/record.js';
 import { ratio, side, startOurs, type Bench, type Comparison } from '../lib/context.js';
 import { admin, auth, REDIS_URL, type Dropstream } from '../lib/dropstream.js';
 import { alternate, round, watch } from '../lib/measure.js';

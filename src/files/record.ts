@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 
 export interface FileRecord {
   id: number;
@@ -93,3 +93,16 @@ export function newStorageKey(): string {
 
 /** A key newStorageKey() could have made: the only keys the sweep's walk over the store may remove (files/orphans.ts). */
 export const isStorageKey = (key: string) => /^([0-9a-f]{2})\/\1[0-9a-f]{30}$/.test(key);
+
+/**
+ * A new file id: random in 1..2^31-1 (the column is an integer, as the spec's
+ * file_id; JSON and every client read it exactly). Not a sequence: a global
+ * counter told every tenant how many files the others had uploaded between
+ * two of its own (issue 27). Ids guess nothing else: a file is only ever
+ * found together with its account. A taken id (likely only once there are
+ * hundreds of millions of files: the chance is files / 2^31) is drawn again.
+ */
+export const newFileId = () => randomInt(1, MAX_FILE_ID + 1);
+
+/** The largest file id: PostgreSQL's `integer`. */
+export const MAX_FILE_ID = 2 ** 31 - 1;

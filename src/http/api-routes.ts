@@ -7,7 +7,7 @@ import type { LinkService } from '../links/service.js';
 import type { PlainUploads } from '../uploads/service.js';
 import type { UploadGate } from '../limits/upload-gate.js';
 import type { ConcurrencySlots } from '../limits/concurrent-uploads.js';
-import { MAX_FILE_ID } from '../files/file-rows.js';
+import { MAX_FILE_ID } from '../files/record.js';
 import type { BodyRateOptions } from './body-rate.js';
 import { apiGuard, type AuthState } from './auth.js';
 import { scopedGuard, unscoped } from './scoped.js';
@@ -63,7 +63,7 @@ export interface ApiDeps {
   audit?: { trail: AuditTrail; fullAddresses: boolean };
 }
 
-/** File ids are drawn from 1..MAX_FILE_ID (src/files/file-rows.ts): ten digits at most. */
+/** File ids are drawn from 1..MAX_FILE_ID (src/files/record.ts): ten digits at most. */
 const fileId = z.string().regex(/^[0-9]{1,10}$/).transform(Number).pipe(z.number().int().min(1).max(MAX_FILE_ID));
 
 function parseFileId(raw: string): number {

@@ -26,8 +26,8 @@ export interface PlainUploadDeps {
 export interface PlainUploadSteps {
   /** The upload's options from the form's fields that came before the file. */
   options(fields: Fields): UploadOptions;
-  /** Runs once the upload has its key, before a byte of the body is read (a file request takes its place). */
-  beforeBody?(storageKey: string): Promise<void>;
+  /** The file request the upload comes through: the intake takes its place before a byte of the body is read. */
+  requestId?: string;
   /** Aborts when the upload must stop (its file request was closed): the body is cut, with the signal's reason as the answer. */
   stop?: AbortSignal;
 }
@@ -37,7 +37,7 @@ export async function receivePlainUpload(req: IncomingMessage, caller: Caller, d
   const { uploads, bodyRate, metrics } = deps;
   const leave = await enterUpload(deps.uploadGate, deps.concurrencySlots, caller);
   try {
-    const upload = await uploads.start(caller);
+    const upload = await uploads.start(caller, steps.requestId);
     const cut = new AbortController();
     const watching = watchBodyRate(req, bodyRate, () => cut.abort(fileErrors.tooSlow(bodyRate.minRate, bodyRate.windowSeconds)));
     const stop = () => cut.abort(steps.stop!.reason);
@@ -48,8 +48,7 @@ export async function receivePlainUpload(req: IncomingMessage, caller: Caller, d
       steps.stop?.removeEventListener('abort', stop);
     };
     try {
-      await steps.beforeBody?.(upload.key);
-      // Cut while the place was taken: receiveFile hears only of cuts to come.
+      // Cut while the upload opened: receiveFile hears only of cuts to come.
       cut.signal.throwIfAborted();
       await receiveFile(req, (filename, stream, fields) => upload.receive(filename, stream, steps.options(fields)), cut.signal);
       unwatch();

@@ -132,8 +132,8 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
       file = await receivePlainUpload(ctx.req, caller, { uploads, uploadGate, concurrencySlots, bodyRate, metrics }, {
         // The outsider's fields (expires_in, password, ...) are not theirs to set on the owner's file: the plan's retention applies.
         options: () => withRetention({}, caller.plan.maxExpiresIn),
-        // The place before the first byte: a full request reads no body.
-        beforeBody: (storageKey) => requests.takePlace(fileRequest.id, storageKey),
+        // The place before the first byte (the intake's open): a full request reads no body.
+        requestId: fileRequest.id,
         stop: tracked.signal,
       });
     } finally {
@@ -154,7 +154,8 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
       publicUrl,
       scope: {
         base: (ctx) => `${basePath}/r/${(ctx.state as RequestLinkState).fileRequest.token}/uploads`,
-        created: (ctx, upload) => requests.takePlaceOfUpload((ctx.state as RequestLinkState).fileRequest.id, upload.id),
+        // The place is taken as the upload opens, before its store state exists (the intake's open).
+        requestId: (ctx) => (ctx.state as RequestLinkState).fileRequest.id,
         owns: async (ctx, id) => {
           if (!(await requests.ownsUpload((ctx.state as RequestLinkState).fileRequest.id, id))) throw new AppError('upload_not_found', 'No such upload through this file request');
         },

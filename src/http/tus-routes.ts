@@ -49,15 +49,15 @@ export interface TusDeps {
 /**
  * The same protocol for someone uploading on the caller's behalf (a file
  * request, src/http/request-link-routes.ts): the guard sets ctx.state.caller
- * to the owner; the scope says where uploads live, what an upload must also
- * take when created (its place), which uploads the requester may touch, and
+ * to the owner; the scope says where uploads live, which request an upload
+ * comes through (the intake takes its place), which uploads the requester may touch, and
  * what it must not be told (options, the file's id and link, the listing).
  */
 export interface TusScope {
   /** The upload URLs' path for this request (without a trailing slash). */
   base: (ctx: Ctx) => string;
-  /** After an upload is created, before any body is read; a throw terminates the upload and answers the error. */
-  created: (ctx: Ctx, upload: UploadStatus) => Promise<void>;
+  /** The file request an upload created now comes through: the intake takes one of its places as the upload opens. */
+  requestId: (ctx: Ctx) => string;
   /** Before a HEAD, PATCH or DELETE: throws (404) when `id` is no upload of this scope. */
   owns: (ctx: Ctx, id: string) => Promise<void>;
   /** The latest an upload created now may expire, however often written (a file request's REQUEST_UPLOAD_EXPIRY). */
@@ -203,17 +203,9 @@ async function create(tus: Tus, ctx: Ctx, creation: Creation): Promise<UploadSta
     rawFilename,
     options,
     deadline: tus.scope?.deadline?.(ctx),
+    requestId: tus.scope?.requestId(ctx),
   });
   tus.metrics?.resumableCreated.inc();
-  if (tus.scope) {
-    try {
-      await tus.scope.created(ctx, created);
-    } catch (err) {
-      // Refused (a file request's place): the upload goes at once, with its daily slot.
-      await tus.resumable.terminate(ctx.state.caller, created.id).catch(() => {});
-      throw err;
-    }
-  }
   ctx.set('Location', `${baseOf(tus, ctx)}/${created.id}`);
   return created;
 }

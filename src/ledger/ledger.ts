@@ -4,7 +4,7 @@
 // plain uploads (src/uploads), tus (src/tus), the sweeper (src/files) and,
 // after issue 45, file requests, which orchestrate over these operations:
 //
-//   open     take a daily slot and record the upload (openUpload, open + recordResumable)
+//   open     take a daily slot and record the upload (openUpload; markResumable when tus adopts it)
 //   reserve  bytes against the storage quota before they are written (storage: admitter, gate, trim)
 //   commit   the record becomes a file row (statements.ts: claimForFileSql, storedFromReservationSql)
 //   end      a failed upload gives back its slot, reservation and place; its record
@@ -129,10 +129,13 @@ export class UploadLedger {
     await this.prisma.pendingObject.create({ data: { storageKey, reason: 'upload', accountId, quotaDay: dayDate(quotaDay) } });
   }
 
-  /** The record of a new tus upload, holding the slot of `quotaDay`: a query for the batch transaction that creates its row. */
-  recordResumable(upload: { storageKey: string; accountId: number; quotaDay: string; uploadId?: string }) {
-    const { storageKey, accountId, quotaDay, uploadId } = upload;
-    return this.prisma.pendingObject.create({ data: { storageKey, reason: 'resumable', accountId, quotaDay: dayDate(quotaDay), uploadId } });
+  /**
+   * An opened upload's record becomes a tus upload's (the sweep then leaves
+   * it to the upload's expiry), with the store's handle: a query for the
+   * batch transaction that creates its row.
+   */
+  markResumable(storageKey: string, uploadId: string | undefined) {
+    return this.prisma.pendingObject.updateMany({ where: { storageKey, reason: 'upload' }, data: { reason: 'resumable', uploadId } });
   }
 
   /** The store's handle on the incomplete upload, once it has one (the sweep discards it). */

@@ -12,6 +12,7 @@
 // record with no account holds nothing, whichever statement cleared it).
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import type { Transaction } from './ledger.js';
+import { holdsPlaceSql } from './statements.js';
 
 /**
  * CTEs following the CTE `held` (records being settled: storage_key,
@@ -36,23 +37,32 @@ const settleHeld = (place: boolean) => Prisma.sql`
   )`;
 
 /**
+ * A CTE over `held` (pending records being ended with their file request)
+ * that makes their tus uploads expire at `now`, for good: no request can
+ * lock them again, and the sweep removes them once nobody holds them.
+ */
+const endUploadsSql = (held: 'held', now: Date) => Prisma.sql`
+  UPDATE resumable_uploads SET expires_at = LEAST(resumable_uploads.expires_at, ${now}::timestamp(3)), deadline = ${now}::timestamp(3)
+  FROM ${Prisma.raw(held)} WHERE resumable_uploads.storage_key = ${Prisma.raw(held)}.storage_key`;
+
+/**
  * Closing request `requestId` (in `tx`, which has just marked it closed and
  * so holds its row lock: no new place can be taken meanwhile, and this
  * statement, with a snapshot of its own, sees every place taken before):
  * settles the records of every upload in progress through it and gives
- * back their slots and reservations, in one statement. `ended(held)` is a
- * CTE of the caller's over the same records (the tus rows made expired, so
- * nobody can write to them again). Their request_id stays: the statement
- * that would save one as a file refuses it for its closed request
- * (requestOpenSql). Returns how many uploads were ended.
+ * back their slots and reservations, in one statement; the tus uploads
+ * among them are made expired (endUploadsSql), so nobody can write to them
+ * again. Their request_id stays: the statement that would save one as a
+ * file refuses it for its closed request (requestOpenSql). Returns how many
+ * uploads were ended.
  */
-export async function settleRequestUploads(tx: Transaction, requestId: string, ended: (held: 'held') => Prisma.Sql): Promise<number> {
+export async function settleRequestUploads(tx: Transaction, requestId: string, now: Date): Promise<number> {
   const [row] = await tx.$queryRaw<{ ended: number }[]>`
     WITH held AS (
       SELECT storage_key, account_id, quota_day, reserved_bytes FROM pending_objects
       WHERE request_id = ${requestId} AND reason <> 'delete' AND account_id IS NOT NULL
       FOR UPDATE
-    ), ${settleHeld(false)}, ended AS (${ended('held')})
+    ), ${settleHeld(false)}, ended AS (${endUploadsSql('held', now)})
     SELECT count(*)::integer AS ended FROM held`;
   return row?.ended ?? 0;
 }
@@ -94,4 +104,14 @@ export async function heldByRequests(prisma: PrismaClient, requestIds: string[])
     WHERE p.request_id IN (${Prisma.join(requestIds)}) AND p.reason <> 'delete' AND p.account_id IS NOT NULL
     GROUP BY p.request_id`;
   return new Map(rows.map((row) => [row.request_id, { uploads: row.uploads, bytes: Number(row.bytes) }]));
+}
+
+/** Whether tus upload `uploadId` came through request `requestId` (its place is held, or it became the request's file). */
+export async function isUploadOf(prisma: PrismaClient, requestId: string, uploadId: string): Promise<boolean> {
+  const rows = await prisma.$queryRaw<{ ok: number }[]>`
+    SELECT 1 AS ok FROM resumable_uploads r
+    WHERE r.id = ${uploadId} AND (
+      ${holdsPlaceSql('r', requestId)} OR
+      EXISTS (SELECT 1 FROM files f WHERE f.storage_key = r.storage_key AND f.request_id = ${requestId}))`;
+  return rows.length > 0;
 }

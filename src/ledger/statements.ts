@@ -39,7 +39,7 @@ export const queueRemovalsSql = (removed: 'removed', now: Date) => Prisma.sql`
 export const holdsResumableSql = (alias: 'r') =>
   Prisma.sql`EXISTS (SELECT 1 FROM pending_objects p WHERE p.storage_key = ${Prisma.raw(alias)}.storage_key AND p.reason = 'resumable')`;
 
-// File requests (src/requests/places.ts): a place of a request is held by an
+// File requests (src/intake/places.ts): a place of a request is held by an
 // upload's record carrying its request_id, so dropping the record (abort,
 // termination, expiry, sweep), or ending it (ledger.endUpload clears
 // request_id), gives the place back in the same statement.

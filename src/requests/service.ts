@@ -1,8 +1,9 @@
 // File requests (issue 45): the owner's side (create, list, get, close) and
 // the outsider's way in (resolve a token to the request and the owner).
 // Uploads through a request are the owner's uploads: the routes call the
-// plain and tus services with the owner's caller (narrowed by forOwner) and
-// take a place (places.ts) for each.
+// plain and tus transports with the owner's caller (narrowed by forOwner)
+// and the request's id, and the intake takes a place for each
+// (src/intake/places.ts).
 import { auditRow, SYSTEM, type Actor } from '../audit/actor.js';
 import { randomBytes } from 'node:crypto';
 import { toPlan } from '../accounts/plans.js';
@@ -10,11 +11,9 @@ import type { Caller } from '../accounts/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { hashPassword } from '../links/link-password.js';
 import { LISTED, toFileListing, type FileListing } from '../files/record.js';
-import { heldByRequests, lapseRequestUploads, settleRequestUploads } from '../ledger/request-uploads.js';
-import { endUploadsSql } from '../tus/records.js';
+import { heldByRequests, isUploadOf, lapseRequestUploads, settleRequestUploads } from '../ledger/request-uploads.js';
 import { requestErrors } from './errors.js';
 import type { LiveRequestUploads } from './live-uploads.js';
-import { isUploadOf, storageKeyOfUpload, takePlace } from './places.js';
 
 /**
  * What a request made without limits gets (issue 50): an outsider holding
@@ -173,7 +172,7 @@ export class FileRequests {
       const { count } = await tx.fileRequest.updateMany({ where: { id, accountId, closedAt: null }, data: { closedAt: now } });
       if (count === 0) return undefined;
       await tx.auditEvent.create({ data: auditRow(accountId, 'request.closed', id, actor, now) });
-      return settleRequestUploads(tx, id, (held) => endUploadsSql(held, now));
+      return settleRequestUploads(tx, id, now);
     });
     if (ended === undefined) throw requestErrors.notFound();
     await this.live?.announce(id);
@@ -192,7 +191,7 @@ export class FileRequests {
   /**
    * The open request of an upload link's token: 404 request_not_found for
    * an unknown or closed one, 410 request_expired past its expiry. Places
-   * are checked when one is taken (places.ts), not here.
+   * are checked when one is taken (src/intake/places.ts), not here.
    */
   async open(token: string, now = new Date()): Promise<OpenRequest> {
     if (!TOKEN.test(token)) throw requestErrors.notFound();
@@ -205,23 +204,10 @@ export class FileRequests {
     return { request, owner: forOwner({ accountId: row.accountId, plan: toPlan(row.account.plan) }, request), passwordHash: row.passwordHash };
   }
 
-  /** Gives the plain upload of `storageKey` a place of the request (places.ts), or throws why not. */
-  takePlace(requestId: string, storageKey: string): Promise<void> {
-    return takePlace(this.prisma, requestId, storageKey);
-  }
-
-  /** Gives tus upload `uploadId` a place of the request, or throws why not. */
-  async takePlaceOfUpload(requestId: string, uploadId: string): Promise<void> {
-    const storageKey = await storageKeyOfUpload(this.prisma, uploadId);
-    if (!storageKey) throw requestErrors.notFound();
-    await takePlace(this.prisma, requestId, storageKey);
-  }
-
   /** Whether tus upload `uploadId` is the request's: an outsider's link reaches no other upload of the owner. */
   ownsUpload(requestId: string, uploadId: string): Promise<boolean> {
     return isUploadOf(this.prisma, requestId, uploadId);
   }
-
 }
 
 /**

@@ -75,16 +75,6 @@ const toRow = (row: Row): ResumableRow => ({
   passwordHash: row.passwordHash ?? undefined,
 });
 
-/**
- * A CTE over `held` (pending records being ended with their file request,
- * src/ledger/request-uploads.ts) that makes their uploads expire at `now`,
- * for good: no request can lock them again, and the sweep removes them once
- * nobody holds them.
- */
-export const endUploadsSql = (held: 'held', now: Date) => Prisma.sql`
-  UPDATE resumable_uploads SET expires_at = LEAST(resumable_uploads.expires_at, ${now}::timestamp(3)), deadline = ${now}::timestamp(3)
-  FROM ${Prisma.raw(held)} WHERE resumable_uploads.storage_key = ${Prisma.raw(held)}.storage_key`;
-
 /** The URL token of an upload: 128 random bits, base64url (22 characters). */
 export const newUploadId = () => randomBytes(16).toString('base64url');
 /** Whether `id` has the form newUploadId gives (22 base64url characters). */
@@ -103,7 +93,6 @@ export interface NewUpload {
   length?: number;
   storeState: ResumableState;
   hashState: Uint8Array;
-  quotaDay: string;
   expiresAt: Date;
   deadline?: Date;
   createdAt: Date;
@@ -119,14 +108,16 @@ export class ResumableRecords {
     private readonly ledger: UploadLedger,
   ) {}
 
-  /** The upload's row and its pending record (holding the quota slot of `quotaDay`), together. */
-  async create(upload: NewUpload): Promise<ResumableRow> {
-    const { quotaDay, ...fields } = upload;
+  /**
+   * The upload's row, and its pending record (opened by the intake, holding
+   * its slot and place) marked as a tus upload's, together.
+   */
+  async create(fields: NewUpload): Promise<ResumableRow> {
     const [row] = await this.prisma.$transaction([
       this.prisma.resumableUpload.create({
         data: { ...fields, length: fields.length === undefined ? null : BigInt(fields.length), storeState: json(fields.storeState), hashState: bytes(fields.hashState) },
       }),
-      this.ledger.recordResumable({ storageKey: upload.storageKey, accountId: upload.accountId, quotaDay, uploadId: upload.storeState.uploadId }),
+      this.ledger.markResumable(fields.storageKey, fields.storeState.uploadId),
     ]);
     return toRow(row);
   }

@@ -1,7 +1,8 @@
 // Resumable uploads (tus, src/http/tus-routes.ts): an upload created once
 // and written by any number of requests, on any instances, until its last
-// byte is in; then it becomes a file through the same commit as a plain
-// upload (file-rows.ts). Nothing of an upload that another instance needs
+// byte is in; then it becomes a file through the intake's finish, as every
+// upload does (src/intake). An upload opens there too, before its store
+// state exists: the same slot, record and place as a plain upload's. Nothing of an upload that another instance needs
 // lives in a process between requests: its offset, the store's state and
 // the form of its SHA-256 are in the database (records.ts), its bytes in
 // the object store. The running hash itself is held by the instance that
@@ -11,28 +12,22 @@ import type { Actor } from '../audit/actor.js';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../accounts/types.js';
 import { AppError } from '../errors.js';
-import type { PrismaClient } from '../generated/prisma/client.js';
-import type { ObjectStore } from '../storage/object-store.js';
 import { FileTooLarge, fileErrors, UploadEnded, uploadEnded } from '../files/errors.js';
-import { commitFile } from '../files/file-rows.js';
 import { cleanFilename } from '../files/filename.js';
-import { newStorageKey, type FileRecord } from '../files/record.js';
+import type { FileRecord } from '../files/record.js';
 import { writeBody, type AppendInput } from './body.js';
 import { digestOf, initialHashState } from './hash.js';
 import { HeldHashes } from './held-hashes.js';
 import { resumableErrors } from './errors.js';
 import { newUploadId, type ResumableRecords, type ResumableRow } from './records.js';
 import { LockTakenOver, type UploadLock, type UploadLocker } from './locker.js';
-import { maxUploadSize } from '../uploads/upload.js';
 import { linkRulesOf, type UploadOptions } from '../files/upload-options.js';
 import type { UploadLedger } from '../ledger/ledger.js';
-import { StorageQuotaExceeded } from '../ledger/storage-quota.js';
+import type { Intake } from '../intake/intake.js';
 
 export interface ResumableOptions {
-  prisma: PrismaClient;
-  store: ObjectStore;
-  /** The upload ledger (daily slots, pending records, storage quota), built once by the composition root. */
-  ledger: UploadLedger;
+  /** Where every upload opens and becomes a file (its store and ledger are the uploads'), built once by the composition root. */
+  intake: Intake;
   /** Seconds an unfinished upload lives after its creation or last write (Upload-Expires). */
   expirySeconds: number;
   /**
@@ -116,7 +111,7 @@ export class ResumableUploads {
     this.held = new HeldHashes({ maxEntries: options.heldHashes ?? 1024, maxAgeMs: options.expirySeconds * 1000 });
     this.records = options.records;
     this.locker = options.locker;
-    this.storage = options.ledger.storage;
+    this.storage = options.intake.ledger.storage;
     this.clock = options.locker.options.clock;
     this.leaseMs = options.locker.options.leaseMs;
     this.settleMs = Math.min(2000, options.locker.options.takeoverMs / 4);
@@ -130,27 +125,24 @@ export class ResumableUploads {
 
   /**
    * A new upload of `length` bytes (undefined: deferred) named by the
-   * client's `rawFilename`. Limits come first: a length over the plan's
-   * max_file_size is refused (403) before a daily slot is taken (403 when
-   * none is left). `deadline`: the upload expires then at the latest,
+   * client's `rawFilename`, opened by the intake (a length over the plan's
+   * max_file_size or the storage quota's room refused, a daily slot, the
+   * ledger's record, `requestId`'s place) before its store state and row
+   * are made. `deadline`: the upload expires then at the latest,
    * however recently written (a file request's REQUEST_UPLOAD_EXPIRY), and
    * a PATCH still flowing then is cut and the upload removed.
    */
-  async create(caller: Caller, input: { length?: number; rawFilename: string; options?: UploadOptions; deadline?: Date }): Promise<UploadStatus> {
-    const { store, ledger, onCleanupError } = this.options;
+  async create(
+    caller: Caller,
+    input: { length?: number; rawFilename: string; options?: UploadOptions; deadline?: Date; requestId?: string },
+  ): Promise<UploadStatus> {
+    const { intake } = this.options;
     const filename = cleanFilename(input.rawFilename);
-    const max = this.maxSize(caller);
-    if (input.length !== undefined && input.length > max) throw fileErrors.tooLarge(max);
     const options = input.options ?? {};
-    // A declared size that already does not fit the storage quota is refused before anything is taken.
-    const storageLimit = caller.plan.maxTotalSize;
-    if (storageLimit !== null && input.length !== undefined && input.length > (await this.storage.room(caller.accountId, storageLimit))) {
-      throw new StorageQuotaExceeded(storageLimit);
-    }
-    // Kept until the upload becomes a file: the password only as its hash.
-    const rules = await linkRulesOf({ maxDownloads: options.maxDownloads, password: options.password }, this.clock());
-    return ledger.open(caller.accountId, caller.plan.dailyUploads, async (day) => {
-      const storageKey = newStorageKey();
+    const storageKey = await intake.open(caller, { size: input.length, requestId: input.requestId });
+    try {
+      // Kept until the upload becomes a file: the password only as its hash.
+      const rules = await linkRulesOf({ maxDownloads: options.maxDownloads, password: options.password }, this.clock());
       const now = this.clock();
       const row = await this.records.create({
         id: newUploadId(),
@@ -158,9 +150,8 @@ export class ResumableUploads {
         storageKey,
         filename,
         length: input.length,
-        storeState: await store.startResumable(storageKey, { maxSize: input.length ?? max }),
+        storeState: await intake.store.startResumable(storageKey, { maxSize: input.length ?? this.maxSize(caller) }),
         hashState: await initialHashState(),
-        quotaDay: day,
         expiresAt: this.expiresAfter(now, { createdAt: now, deadline: input.deadline }),
         deadline: input.deadline,
         createdAt: now,
@@ -169,7 +160,12 @@ export class ResumableUploads {
         passwordHash: rules.passwordHash,
       });
       return statusOf(row);
-    }, onCleanupError);
+    } catch (err) {
+      // No row names the upload: its record goes, with its slot and place (a
+      // store upload started meanwhile is one the sweep's walk finds unclaimed).
+      await intake.abandon(storageKey);
+      throw err;
+    }
   }
 
   /**
@@ -216,9 +212,9 @@ export class ResumableUploads {
     return { uploads: rows.map((row) => statusOf(row)), total };
   }
 
-  /** The largest upload `caller` may make (Tus-Max-Size): the plan's, within what the store holds, as for a plain upload. */
+  /** The largest upload `caller` may make (Tus-Max-Size): the intake's, as for every upload. */
   maxSize(caller: Caller): number {
-    return maxUploadSize(caller, this.options.store);
+    return this.options.intake.maxSize(caller);
   }
 
   /** Writes `input.body` at `input.offset` (PATCH). */
@@ -262,7 +258,7 @@ export class ResumableUploads {
     // a crash leaves it to the commit or the sweep.
     let kept = row.offset;
     const deadline = this.untilDeadline(lock.signal, row.deadline);
-    const written = await writeBody(this.options.store, row, input, {
+    const written = await writeBody(this.options.intake.store, row, input, {
       length,
       limit,
       overLimit,
@@ -357,14 +353,15 @@ export class ResumableUploads {
     }
   }
 
-  /** Makes the upload's object a file, as a plain upload's; the caller holds its lock, and unlocks. */
+  /** Makes the upload's object a file (the intake's finish, as every upload's); the caller holds its lock, and unlocks. */
   private async finish(row: ResumableRow, actor: Actor | undefined): Promise<FileRecord> {
-    await this.options.store.completeResumable(row.storageKey, row.storeState, row.offset);
+    const { intake } = this.options;
+    await intake.store.completeResumable(row.storageKey, row.storeState, row.offset);
     const sha256 = await digestOf(row, this.held, () => {
       this.options.onDigestRead?.();
-      return this.options.store.get(row.storageKey);
+      return intake.store.get(row.storageKey);
     });
-    const file = await commitFile(this.options.prisma, {
+    const file = await intake.finish({
       accountId: row.accountId,
       filename: row.filename,
       size: row.offset,
@@ -415,7 +412,7 @@ export class ResumableUploads {
    * An upload that became a file only loses its row; the file stays.
    */
   async remove(id: string, where: { token: string } | { expiredAt: Date }): Promise<'removed' | 'forgotten' | 'failed' | undefined> {
-    const { store, onCleanupError, onRemoveStep: step = async () => {} } = this.options;
+    const { intake: { store }, onCleanupError, onRemoveStep: step = async () => {} } = this.options;
     const now = this.clock();
     const claimed = await this.records.claim(id, where, { token: randomUUID(), now, until: new Date(now.getTime() + this.leaseMs) });
     if (!claimed) return undefined;

@@ -6,9 +6,10 @@ import { ResumableUploads, type ResumableOptions } from '../../src/tus/uploads.j
 import { UploadLocker } from '../../src/tus/locker.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { UploadLedger } from '../../src/ledger/ledger.js';
+import { Intake } from '../../src/intake/intake.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 
-export interface TusServiceOptions extends Partial<Omit<ResumableOptions, 'prisma' | 'store' | 'ledger' | 'records' | 'locker'>> {
+export interface TusServiceOptions extends Partial<Omit<ResumableOptions, 'intake' | 'records' | 'locker'>> {
   /** The locker's: how long a lock holds unless renewed, how long a newcomer waits for the holder, and the clock. */
   leaseMs?: number;
   takeoverMs?: number;
@@ -21,5 +22,6 @@ export function tusService(prisma: PrismaClient, store: ObjectStore, options: Tu
   const records = new ResumableRecords(prisma, ledger);
   const onCleanupError = rest.onCleanupError ?? (() => {});
   const locker = new UploadLocker(records, { leaseMs, takeoverMs, clock, onError: onCleanupError });
-  return new ResumableUploads({ prisma, store, ledger, records, locker, expirySeconds: 3600, ...rest, onCleanupError });
+  const intake = new Intake({ prisma, store, ledger, onCleanupError });
+  return new ResumableUploads({ intake, records, locker, expirySeconds: 3600, ...rest, onCleanupError });
 }

@@ -3,7 +3,8 @@ import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
-import { commitFile, recountFiles, UploadSweptError } from '../../src/files/file-rows.js';
+import { recountFiles } from '../../src/files/file-rows.js';
+import { commitFile, UploadSweptError } from '../../src/intake/finish.js';
 
 /** The account's file counters from /stats (reserved_size, what uploads in progress hold, is not a counter of files). */
 async function stats(t: TestServer, key: string) {

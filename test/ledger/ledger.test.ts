@@ -11,7 +11,8 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { expect } from 'chai';
-import { commitFile, removeFileRow, UploadSweptError } from '../../src/files/file-rows.js';
+import { removeFileRow } from '../../src/files/file-rows.js';
+import { commitFile, UploadSweptError } from '../../src/intake/finish.js';
 import { newStorageKey } from '../../src/files/record.js';
 import { DailyUploads } from '../../src/ledger/daily-uploads.js';
 import { UploadLedger } from '../../src/ledger/ledger.js';
@@ -177,7 +178,8 @@ for (const backend of backends) {
       it('when a tus upload\'s record is forgotten, then its reservation goes with it', async () => {
         const key = newStorageKey();
         const day = await quota.take(accountId, LIMIT);
-        await ledger.recordResumable({ storageKey: key, accountId, quotaDay: day! });
+        await ledger.recordUpload(key, accountId, day!);
+        await ledger.markResumable(key, undefined);
         expect(await ledger.storage.reserve(accountId, key, 2048, 1e12, false)).to.equal(2048);
         expect(await prisma.$transaction((tx) => ledger.forgetResumable(tx, key))).to.equal(true);
         expect(await prisma.$transaction((tx) => ledger.forgetResumable(tx, key)), 'once').to.equal(false);
@@ -266,7 +268,8 @@ for (const backend of backends) {
       it('when a tus upload\'s record is forgotten twice, then its slot comes back with the first, once', async () => {
         const key = newStorageKey();
         const day = await quota.take(accountId, LIMIT);
-        await ledger.recordResumable({ storageKey: key, accountId, quotaDay: day! });
+        await ledger.recordUpload(key, accountId, day!);
+        await ledger.markResumable(key, undefined);
         expect(await slots()).to.equal(1);
         expect(await prisma.$transaction((tx) => ledger.forgetResumable(tx, key))).to.equal(true);
         expect(await slots()).to.equal(0);

@@ -48,12 +48,16 @@ for (const backend of backends) {
       expect(got.body.request).to.include({ max_files: null, expires_at: null });
     });
 
-    it('when an outsider makes 20 empty tus creations through a request made with defaults, then 10 are refused request_full and the owner keeps uploads of the day', async () => {
+    it('when an outsider makes 20 empty tus creations through a request made with defaults, then 10 are refused request_full before any upload is made, and the owner keeps uploads of the day', async () => {
       const { apiKey } = await t.account('twenty-a-day');
       const request = await newRequest(t, apiKey, {});
+      const created = async () => Number(/ (\d+)$/m.exec(await t.server.metrics.registry.getSingleMetricAsString('dropstream_resumable_uploads_created_total'))?.[1] ?? 0);
+      const createdBefore = await created();
       const answers = [];
       for (let i = 0; i < 20; i++) answers.push(await createThroughLink(request, { 'Upload-Defer-Length': '1' }));
       expect(answers.map((a) => a.status)).to.deep.equal([...Array(10).fill(201), ...Array(10).fill(410)]);
+      // The place is taken as the upload opens (src/intake), before its row and store upload exist: a refused one made neither.
+      expect((await created()) - createdBefore, 'uploads made').to.equal(10);
       expect(answers[19]!.body.error.code).to.equal('request_full');
       expect((await uploadFile(t.server.url, apiKey, 'mine.txt', 'mine')).status).to.equal(201);
       // The owner sees them: 10 uploads in progress, nothing stored yet.

@@ -5,11 +5,11 @@
 // HTTP, on the statement itself (commitFile).
 import pg from 'pg';
 import { expect } from 'chai';
-import { commitFile } from '../../src/files/file-rows.js';
+import { commitFile } from '../../src/intake/finish.js';
 import { UploadEnded } from '../../src/files/errors.js';
 import { newStorageKey } from '../../src/files/record.js';
 import { UploadLedger } from '../../src/ledger/ledger.js';
-import { takePlace } from '../../src/requests/places.js';
+import { takePlace } from '../../src/intake/places.js';
 import { backends, createTestDatabase, describeWithPostgres } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

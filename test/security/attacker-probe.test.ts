@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { commitFile } from '../../src/files/file-rows.js';
+import { commitFile } from '../../src/intake/finish.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends, createTestDatabase } from '../helpers/databases.js';
 import { captureLog } from '../helpers/log-capture.js';

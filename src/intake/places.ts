@@ -6,12 +6,13 @@
 // back with the statement that already ends it: the commit turns the record
 // into the file (one statement: the count stays), an abort, a tus
 // termination, an expiry or a sweep drops the record (the place is free).
-// Taking a place locks the request's row first, so two uploads cannot both
+// A place is taken by the intake's open() (intake.ts), before a byte of the
+// upload is read, whatever its transport. Taking a place locks the request's row first, so two uploads cannot both
 // count the last free place: at READ COMMITTED each later statement of the
 // transaction sees every place taken by those who held the lock before.
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
-import { holdsPlaceSql, markPlaceSql, placesInFlightSql, recordOfSql } from '../ledger/statements.js';
-import { requestErrors } from './errors.js';
+import { markPlaceSql, placesInFlightSql, recordOfSql } from '../ledger/statements.js';
+import { requestErrors } from '../requests/errors.js';
 
 interface Locked {
   max_files: number | null;
@@ -38,22 +39,6 @@ export async function takePlace(prisma: PrismaClient, requestId: string, storage
     if (request.max_files !== null && (await tx.$queryRaw<unknown[]>(recordOfSql(storageKey))).length === 1) throw requestErrors.full(request.max_files);
     throw requestErrors.notFound();
   });
-}
-
-/** The storage key of a tus upload, to take its place after ResumableUploads.create. */
-export async function storageKeyOfUpload(prisma: PrismaClient, uploadId: string): Promise<string | undefined> {
-  const row = await prisma.resumableUpload.findUnique({ where: { id: uploadId }, select: { storageKey: true } });
-  return row?.storageKey;
-}
-
-/** Whether tus upload `uploadId` came through request `requestId` (its place is held, or it became the request's file). */
-export async function isUploadOf(prisma: PrismaClient, requestId: string, uploadId: string): Promise<boolean> {
-  const rows = await prisma.$queryRaw<{ ok: number }[]>`
-    SELECT 1 AS ok FROM resumable_uploads r
-    WHERE r.id = ${uploadId} AND (
-      ${holdsPlaceSql('r', requestId)} OR
-      EXISTS (SELECT 1 FROM files f WHERE f.storage_key = r.storage_key AND f.request_id = ${requestId}))`;
-  return rows.length > 0;
 }
 
 /** Places taken, as an SQL expression: files received and uploads in flight. */
