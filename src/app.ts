@@ -7,22 +7,22 @@ import { badRequest } from './errors.js';
 import type { FileService } from './files/service.js';
 import type { PlainUploads } from './uploads/service.js';
 import type { LinkService } from './links/service.js';
-import type { GcResult, OrphanCheckResult } from './http/admin-routes.js';
+import type { GcResult, OrphanCheckResult } from './admin/routes.js';
 import type { ResumableUploads } from './tus/uploads.js';
 import type { UploadGate } from './limits/upload-gate.js';
 import type { ConcurrencySlots } from './limits/concurrent-uploads.js';
 import type { BodyRateOptions } from './http/body-rate.js';
-import type { Readiness } from './http/readiness.js';
-import { adminRoutes, requireAdminToken } from './http/admin-routes.js';
+import type { Readiness } from './health/readiness.js';
+import { adminRoutes, requireAdminToken } from './admin/routes.js';
 import { clientAddress } from './http/client-address.js';
-import { apiRoutes } from './http/api-routes.js';
-import { downloadRoutes } from './http/download-route.js';
-import { docsRoutes } from './http/docs-routes.js';
-import { homeRoute } from './http/home-route.js';
-import { webAppRoutes } from './http/web-app-routes.js';
+import { apiRoutes } from './api.js';
+import { downloadRoutes } from './downloads/routes.js';
+import { docsRoutes } from './pages/docs.js';
+import { homeRoute } from './pages/home.js';
+import { webAppRoutes } from './pages/web-app.js';
 import { errorResponses, lateErrors } from './http/errors.js';
-import { HEALTH_PATHS, healthRoutes } from './http/health-routes.js';
-import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './http/tus-headers.js';
+import { HEALTH_PATHS, healthRoutes } from './health/routes.js';
+import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './tus/headers.js';
 import { requestLog } from './http/request-log.js';
 import { singleHeaders } from './http/single-headers.js';
 import type { FailureLimits } from './limits/failure-limits.js';
@@ -31,13 +31,18 @@ import type { RequestsInFlight } from './limits/requests-in-flight.js';
 import { jsonBody } from './http/json-body.js';
 import type { Metrics } from './metrics.js';
 import type { WebhookEndpoints } from './webhooks/endpoints.js';
-import type { ApiKeys } from './accounts/api-keys.js';
-import type { AuditTrail } from './audit/trail.js';
+import type { ApiKeys } from './keys/api-keys.js';
+import type { AuditTrail } from './trail/trail.js';
 import { truncateAddress } from './audit/actor.js';
 import type { FileRequests } from './requests/service.js';
 import type { LiveRequestUploads } from './requests/live-uploads.js';
 import type { RequestLinkLimits } from './limits/request-link-limits.js';
-import { requestLinkRoutes } from './http/request-link-routes.js';
+import { requestLinkRoutes } from './requests/link-routes.js';
+import { requestUploadRoutes } from './uploads/routes.js';
+import { tusRoutes } from './tus/routes.js';
+import { requestTusScope } from './tus/request-scope.js';
+import type { AuthState } from './http/auth.js';
+import type { Middleware } from 'koa';
 
 export interface AppDeps {
   accounts: AccountService;
@@ -92,7 +97,7 @@ export interface AppDeps {
 }
 
 // server.ts reads the type from here.
-export type { Readiness } from './http/readiness.js';
+export type { Readiness } from './health/readiness.js';
 
 /** The public listener: the versioned API and download links. Does not listen. */
 export function createApp(deps: AppDeps): Koa {
@@ -117,7 +122,17 @@ export function createApp(deps: AppDeps): Koa {
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
   if (deps.requests) {
-    const requestLinks = requestLinkRoutes({ requests: deps.requests.service, limits: deps.requests.limits, live: deps.requests.live, uploadExpirySeconds: deps.requests.uploadExpirySeconds, uploads: deps.uploads, resumable: deps.resumable, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl, fullAddresses: deps.audit?.fullAddresses });
+    // /r/{token}: the request's guard and page, and the transports' routes behind the same guard.
+    const { service: requests, live, uploadExpirySeconds } = deps.requests;
+    const { router: requestLinks, guard } = requestLinkRoutes({ requests, limits: deps.requests.limits, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl, fullAddresses: deps.audit?.fullAddresses });
+    const transport = { uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, metrics };
+    requestLinks.use(requestUploadRoutes(guard, { ...transport, uploads: deps.uploads, live, uploadExpirySeconds }).routes());
+    if (deps.resumable) {
+      const scope = requestTusScope({ requests, live, uploadExpirySeconds, publicUrl });
+      // The link's guard stands for the key's: every tus request through the link passes it, whatever the scope.
+      const tus = tusRoutes(() => guard as Middleware<AuthState>, { ...transport, resumable: deps.resumable, publicUrl, scope });
+      requestLinks.use('/uploads', tus.routes());
+    }
     app.use(requestLinks.routes()).use(requestLinks.allowedMethods());
   }
   app.use(healthRoutes(deps.readiness).routes());

@@ -42,7 +42,7 @@ export interface CallerKey {
 export interface Caller {
   accountId: number;
   plan: Plan;
-  /** Absent for an outsider acting through a file request link (src/http/request-link-routes.ts): no /api/v1 route lets them in. */
+  /** Absent for an outsider acting through a file request link (src/requests/link-routes.ts): no /api/v1 route lets them in. */
   key?: CallerKey;
   /** Who this request is, for the audit trail: set per request (the key, or the file request link, and the client address). */
   actor?: Actor;

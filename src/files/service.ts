@@ -39,7 +39,7 @@ export class FileService {
    * Prisma's findMany (rows parsed, mapped, then stringified by Koa) it ran at
    * 0.41x the single-file rate, and Node's share of the work was most of it
    * (docs/performance.md, "Metadata"). Here Node passes one text column
-   * through. Each item is presentFile's (src/http/present.ts) to the byte:
+   * through. Each item is presentFile's (src/files/present.ts) to the byte:
    * row_to_json writes the columns in this order, compact, escaping strings
    * as JSON.stringify does; dates through to_char as in the webhook bodies
    * (src/webhooks/events.ts). test/http/files-list-json.test.ts holds the

@@ -103,3 +103,12 @@ export function apiGuard({ accounts, requestLimits, authFailures, inFlight, uplo
     }
   };
 }
+
+/** The password of `Authorization: Basic` (any user name, as browsers and `curl -u :secret` send it); undefined without one. */
+export function basicPassword(header: string | undefined): string | undefined {
+  const match = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header ?? '');
+  if (!match) return undefined;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? undefined : decoded.slice(colon + 1);
+}

@@ -1,11 +1,11 @@
-// The OpenAPI description of the account's keys (src/http/key-routes.ts,
+// The OpenAPI description of the account's keys (src/keys/routes.ts,
 // docs/keys.md): make one, list them, revoke one; and of its audit trail
-// (src/http/audit-routes.ts).
-import { MAX_KEYS } from '../accounts/api-keys.js';
+// (src/trail/routes.ts).
+import { MAX_KEYS } from '../keys/api-keys.js';
 import { FULL, SCOPES } from '../accounts/scopes.js';
 import { MAX_OPTION_INT } from '../files/upload-options.js';
 import { API_KEY, apiErrors, bodyTimeout, codes, error, json, object, ok, optionalDate, type PathItem, ref, type Schema, success } from './openapi-shared.js';
-import { MAX_KEY_CIDRS, MAX_KEY_NAME_LENGTH } from './key-routes.js';
+import { MAX_KEY_CIDRS, MAX_KEY_NAME_LENGTH } from '../keys/routes.js';
 import { AUDIT_ACTIONS } from '../audit/actions.js';
 
 const DATE = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: '`YYYY-MM-DD HH:MM:SS`, UTC.' };

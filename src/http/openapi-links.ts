@@ -1,4 +1,4 @@
-// The OpenAPI description of a file's links (src/http/link-routes.ts):
+// The OpenAPI description of a file's links (src/files/link-routes.ts):
 // the Link schema and the three operations under /files/{file_id}/links.
 import {
   API_KEY,

@@ -4,7 +4,7 @@
 import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
 import { API_KEY, apiErrors, bodyTimeout, bytes, codes, count, error, json, object, ok, optionalDate, type Operation, type PathItem, ref, type Response, type Schema, success, uploadTooMany, uploadTooSlow, escapeRegExp } from './openapi-shared.js';
 import { REQUEST_DEFAULTS } from '../requests/service.js';
-import { MAX_REQUEST_FILES, MAX_TITLE_LENGTH } from './request-routes.js';
+import { MAX_REQUEST_FILES, MAX_TITLE_LENGTH } from '../requests/routes.js';
 
 const OUTSIDE = [{ url: '/', description: 'Outside the versioned API' }];
 const DATE = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: '`YYYY-MM-DD HH:MM:SS`, UTC.' };

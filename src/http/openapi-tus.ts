@@ -1,4 +1,4 @@
-// The OpenAPI description of the tus routes (src/http/tus-routes.ts); see openapi.ts.
+// The OpenAPI description of the tus routes (src/tus/routes.ts); see openapi.ts.
 import {
   API_KEY,
   apiErrors,
@@ -18,7 +18,7 @@ import {
   type Response,
   uploadTooMany,
 } from './openapi-shared.js';
-import { TUS_EXTENSIONS } from './tus-headers.js';
+import { TUS_EXTENSIONS } from '../tus/headers.js';
 
 const headerRef = (name: string) => ref('headers', name);
 const parameterRef = (name: string) => ref('parameters', name);

@@ -1,4 +1,4 @@
-// The OpenAPI description of webhooks (src/http/webhook-routes.ts,
+// The OpenAPI description of webhooks (src/webhooks/routes.ts,
 // docs/webhooks.md): the five operations under /webhooks, their schemas,
 // and the events dropstream sends, as OpenAPI 3.1's top-level `webhooks`.
 import { EVENT_TYPES } from '../webhooks/events.js';

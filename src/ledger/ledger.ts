@@ -1,12 +1,14 @@
 // The upload ledger: the one module that reads and writes pending_objects,
 // daily_uploads and accounts.reserved_bytes (prisma/schema.prisma). Built
-// once by the composition root (server.ts) and passed to every upload path:
-// plain uploads (src/uploads), tus (src/tus), the sweeper (src/files) and,
-// after issue 45, file requests, which orchestrate over these operations:
+// once by the composition root (server.ts) and passed to the intake
+// (src/intake: where every upload opens and becomes a file, whatever its
+// transport), tus's records and the sweeper (src/files), which orchestrate
+// over these operations:
 //
 //   open     take a daily slot and record the upload (openUpload; markResumable when tus adopts it)
 //   reserve  bytes against the storage quota before they are written (storage: admitter, gate, trim)
-//   commit   the record becomes a file row (statements.ts: claimForFileSql, storedFromReservationSql)
+//   commit   the record becomes a file row (statements.ts: claimForFileSql, storedFromReservationSql,
+//            run by the intake's finish)
 //   end      a failed upload gives back its slot, reservation and place; its record
 //            stays until its clean-up is confirmed (endUpload, cleanedUp; forgetUnwritten
 //            when nothing reached the store)
@@ -102,9 +104,8 @@ export class UploadLedger {
 
   /**
    * Takes a daily slot (403 daily_upload_limit when `limit` are taken) and
-   * starts an upload with it: `start` records it (openUpload's record, or
-   * recordResumable in the caller's transaction), after which the record
-   * holds the slot. Until then the slot is ours alone, so if `start` fails
+   * starts an upload with it: `start` records it (openUpload's record),
+   * after which the record holds the slot. Until then the slot is ours alone, so if `start` fails
    * it is given back here (a failure to give it back goes to
    * `onCleanupError`) and the error goes on.
    */

@@ -10,7 +10,7 @@ export const linkErrors = {
     new AppError('link_exhausted', `This link's ${maxDownloads} download${maxDownloads === 1 ? ' is' : 's are'} used up`),
   passwordRequired: () =>
     new AppError('password_required', 'This link has a password: send it with HTTP Basic authentication (any user name)', ASK_PASSWORD),
-  // Counted before it was checked (http/password-guard.ts), so nothing is counted here.
+  // Counted before it was checked (downloads/password-guard.ts), so nothing is counted here.
   wrongPassword: () => new AppError('wrong_password', 'The password for this link is wrong', ASK_PASSWORD),
   // Another site's page (an image, a frame, a fetch) asked for a password link: the browser may have added the password it cached (issue 50).
   embedded: () =>

@@ -14,6 +14,12 @@ import { LISTED, toFileListing, type FileListing } from '../files/record.js';
 import { heldByRequests, isUploadOf, lapseRequestUploads, settleRequestUploads } from '../ledger/request-uploads.js';
 import { requestErrors } from './errors.js';
 import type { LiveRequestUploads } from './live-uploads.js';
+import type { AuthState } from '../http/auth.js';
+
+/** What a /r/{token} route knows once the link's guard let it through: the owner as the caller (AuthState), and the request the link opened. */
+export interface RequestLinkState extends AuthState {
+  fileRequest: FileRequest;
+}
 
 /**
  * What a request made without limits gets (issue 50): an outsider holding

@@ -1,4 +1,4 @@
-// Resumable uploads (tus, src/http/tus-routes.ts): an upload created once
+// Resumable uploads (tus, src/tus/routes.ts): an upload created once
 // and written by any number of requests, on any instances, until its last
 // byte is in; then it becomes a file through the intake's finish, as every
 // upload does (src/intake). An upload opens there too, before its store

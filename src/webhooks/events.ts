@@ -9,7 +9,7 @@ export const EVENT_TYPES = ['file.uploaded', 'file.deleted', 'file.downloaded', 
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** The file as the API shows it (src/http/present.ts), plus sha256, from the files columns of `f`. */
+/** The file as the API shows it (src/files/present.ts), plus sha256, from the files columns of `f`. */
 const FILE_DATA = Prisma.sql`jsonb_build_object(
       'file_id', f.id, 'filename', f.filename, 'size', f.size, 'sha256', f.sha256,
       'upload_date', ${sqlDate('f.created_at')},

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { chromium } from 'playwright-core';
-import { APP_CSP } from '../../src/http/web-app-routes.js';
+import { APP_CSP } from '../../src/http/static-file.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { call } from '../helpers/client.js';
 import type { TestServer } from '../helpers/server.js';

@@ -11,7 +11,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import Koa from 'koa';
-import { exactBody } from '../../src/http/download-body.js';
+import { exactBody } from '../../src/downloads/body.js';
 import { ObjectStoreError } from '../../src/storage/object-store.js';
 import { eventually } from '../helpers/raw-upload.js';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { asciiFilename } from '../../src/http/attachment.js';
+import { asciiFilename } from '../../src/downloads/attachment.js';
 import { uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import type { TestServer } from '../helpers/server.js';

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { chromium } from 'playwright-core';
-import { attachment } from '../../src/http/attachment.js';
+import { attachment } from '../../src/downloads/attachment.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { call, upload } from '../helpers/client.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';

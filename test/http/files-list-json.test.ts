@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { LISTED, toFileListing } from '../../src/files/record.js';
-import { presentFile } from '../../src/http/present.js';
+import { presentFile } from '../../src/files/present.js';
 import { pagination } from '../../src/http/list-query.js';
 import { backends } from '../helpers/databases.js';
 import { call, upload, uploadFile } from '../helpers/client.js';

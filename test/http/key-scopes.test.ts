@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import type Router from '@koa/router';
 import { SCOPES, type Scope } from '../../src/accounts/scopes.js';
-import { apiRoutes, type ApiDeps } from '../../src/http/api-routes.js';
+import { apiRoutes, type ApiDeps } from '../../src/api.js';
 import { DECLARED_SCOPE, type ScopedMiddleware } from '../../src/http/scoped.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { eventually } from '../helpers/raw-upload.js';

@@ -1,10 +1,10 @@
-// The limits a link password is checked under (src/http/password-guard.ts),
+// The limits a link password is checked under (src/downloads/password-guard.ts),
 // on in-memory limiters, without HTTP: what a burst of reservations leaves
 // on the address's count and the link's.
 import { expect } from 'chai';
 import { AppError } from '../../src/errors.js';
 import { FailureLimits } from '../../src/limits/failure-limits.js';
-import { passwordGuard } from '../../src/http/password-guard.js';
+import { passwordGuard } from '../../src/downloads/password-guard.js';
 
 const codeOf = (promise: Promise<unknown>) => promise.then(() => 'allowed', (err: unknown) => (err instanceof AppError ? err.code : String(err)));
 

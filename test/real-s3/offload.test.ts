@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { attachment } from '../../src/http/attachment.js';
+import { attachment } from '../../src/downloads/attachment.js';
 import { upload } from '../helpers/client.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';

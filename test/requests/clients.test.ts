@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { chromium } from 'playwright-core';
 import { Upload } from 'tus-js-client';
-import { WEB_DIST } from '../../src/http/web-app-routes.js';
+import { WEB_DIST } from '../../src/http/static-file.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { call } from '../helpers/client.js';
 import { startCuttingProxy } from '../helpers/cutting-proxy.js';

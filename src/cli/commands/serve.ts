@@ -50,7 +50,7 @@ export async function serve(args: string[]): Promise<void> {
     { variable: 'PORT', host: config.host, port: config.port },
     { variable: 'ADMIN_PORT', host: config.adminHost, port: config.adminPort },
   ]);
-  const [{ createLogger }, { startServer }, { HEALTH_PATHS }] = await Promise.all([import('../../server.js'), import('../../start.js'), import('../../http/health-routes.js')]);
+  const [{ createLogger }, { startServer }, { HEALTH_PATHS }] = await Promise.all([import('../../server.js'), import('../../start.js'), import('../../health/routes.js')]);
   const logger = createLogger(config.logLevel, chooseLogFormat(config.logFormat, process.stdout.isTTY));
   processLog.logTo(logger);
   const oldNode = nodeVersionWarning();

@@ -4,23 +4,22 @@
 // API (key, plan, per-minute and per-day counting); every error is our JSON
 // shape. The work is in src/tus/uploads.ts; this file only speaks HTTP.
 import type { Scope } from '../accounts/scopes.js';
-import type Router from '@koa/router';
-import type { RouterContext } from '@koa/router';
+import Router, { type RouterContext } from '@koa/router';
 import type { Middleware } from 'koa';
 import { AppError } from '../errors.js';
-import type { ResumableUploads, UploadStatus } from '../tus/uploads.js';
-import { resumableErrors, UploadAborted } from '../tus/errors.js';
-import { isUploadId } from '../tus/records.js';
+import type { ResumableUploads, UploadStatus } from './uploads.js';
+import { resumableErrors, UploadAborted } from './errors.js';
+import { isUploadId } from './records.js';
 import type { UploadGate } from '../limits/upload-gate.js';
 import { isOptionName, parseUploadOptions, withRetention, type UploadOptions } from '../files/upload-options.js';
 import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
 import { FileTooLarge, fileErrors, UploadEnded } from '../files/errors.js';
-import { closeAfterAnswer, detachableBody } from './unread-body.js';
-import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
+import { closeAfterAnswer, detachableBody } from '../http/unread-body.js';
+import { watchBodyRate, type BodyRateOptions } from '../http/body-rate.js';
 import type { Metrics } from '../metrics.js';
-import type { AuthState } from './auth.js';
+import type { AuthState } from '../http/auth.js';
 import { formatDate } from '../wire-date.js';
-import { presentFile } from './present.js';
+import { presentFile } from '../files/present.js';
 import { listUploads } from './upload-list.js';
 import {
   checkTusVersion,
@@ -32,7 +31,7 @@ import {
   TUS_CONTENT_TYPE,
   TUS_EXTENSIONS,
   TUS_VERSION,
-} from './tus-headers.js';
+} from './headers.js';
 
 export interface TusDeps {
   resumable: ResumableUploads;
@@ -48,7 +47,7 @@ export interface TusDeps {
 
 /**
  * The same protocol for someone uploading on the caller's behalf (a file
- * request, src/http/request-link-routes.ts): the guard sets ctx.state.caller
+ * request, src/requests/link-routes.ts): the guard sets ctx.state.caller
  * to the owner; the scope says where uploads live, which request an upload
  * comes through (the intake takes its place), which uploads the requester may touch, and
  * what it must not be told (options, the file's id and link, the listing).
@@ -120,24 +119,27 @@ async function scopedUploadId(tus: Tus, ctx: Ctx): Promise<string> {
 }
 
 /**
- * Adds the tus routes to a router, each behind need('files:write') (api-routes.ts:
- * the API guard and the scope; every tus request is part of uploading, so an
+ * The tus routes, mounted at /api/v1/uploads (and at /r/{token}/uploads with
+ * a file request's scope), each behind need('files:write') (src/api.ts: the
+ * API guard and the scope; every tus request is part of uploading, so an
  * upload-only key can create, write, resume, list and end its uploads). A
  * file request's link passes its own guard, whatever the scope.
  */
-export function tusRoutes(router: Router<AuthState>, need: (scope: Scope) => Middleware<AuthState>, deps: TusDeps): void {
+export function tusRoutes(need: (scope: Scope) => Middleware<AuthState>, deps: TusDeps): Router<AuthState> {
+  const router = new Router<AuthState>();
   const tus: Tus = { ...deps, base: `${new URL(deps.publicUrl).pathname.replace(/\/+$/, '')}/api/v1/uploads` };
   const guarded = [tusHeader, need('files:write'), tusVersion] as const;
-  router.options('/uploads', ...guarded, (ctx) => describeServer(tus, ctx));
-  router.post('/uploads', closeUnreadBody, ...guarded, (ctx) => createUpload(tus, ctx));
+  router.options('/', ...guarded, (ctx) => describeServer(tus, ctx));
+  router.post('/', closeUnreadBody, ...guarded, (ctx) => createUpload(tus, ctx));
   // Before GET: @koa/router would otherwise answer HEAD with the GET route.
-  router.head('/uploads/:id', ...guarded, (ctx) => uploadOffset(tus, ctx));
-  router.patch('/uploads/:id', closeUnreadBody, ...guarded, (ctx) => appendToUpload(tus, ctx));
-  router.delete('/uploads/:id', ...guarded, (ctx) => terminateUpload(tus, ctx));
+  router.head('/:id', ...guarded, (ctx) => uploadOffset(tus, ctx));
+  router.patch('/:id', closeUnreadBody, ...guarded, (ctx) => appendToUpload(tus, ctx));
+  router.delete('/:id', ...guarded, (ctx) => terminateUpload(tus, ctx));
   // A scope (a file request) has no JSON view or listing: they show the owner's files and uploads.
-  if (deps.scope) return;
-  router.get('/uploads/:id', ...guarded, (ctx) => uploadAsJson(tus, ctx));
-  router.get('/uploads', ...guarded, (ctx) => listUploads(tus.resumable, tus.base, ctx));
+  if (deps.scope) return router;
+  router.get('/:id', ...guarded, (ctx) => uploadAsJson(tus, ctx));
+  router.get('/', ...guarded, (ctx) => listUploads(tus.resumable, tus.base, ctx));
+  return router;
 }
 
 /** An upload slot (the instance's gate and the account's concurrent uploads), released by calling what it returns. */

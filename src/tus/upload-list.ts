@@ -3,9 +3,9 @@
 // storage room until they finish, expire or are terminated (DELETE), so the
 // owner must be able to find them. Registered by tus-routes.ts.
 import type { RouterContext } from '@koa/router';
-import type { ResumableUploads } from '../tus/uploads.js';
-import type { AuthState } from './auth.js';
-import { pagination, parseListQuery } from './list-query.js';
+import type { ResumableUploads } from './uploads.js';
+import type { AuthState } from '../http/auth.js';
+import { pagination, parseListQuery } from '../http/list-query.js';
 import { formatDate } from '../wire-date.js';
 
 /** Answers with a page of the caller's unfinished uploads; `base` is the path upload URLs start with (as in Location). */

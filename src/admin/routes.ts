@@ -10,9 +10,9 @@ import type { OrphanCheck } from '../files/orphans.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { Metrics } from '../metrics.js';
 import { AppError, badRequest } from '../errors.js';
-import { pagination, parseListQuery } from './list-query.js';
+import { pagination, parseListQuery } from '../http/list-query.js';
 import { formatDate } from '../wire-date.js';
-import { tooManyFailures } from './rate-limit.js';
+import { tooManyFailures } from '../http/rate-limit.js';
 import { operator } from '../audit/actor.js';
 
 export interface AdminDeps {

@@ -11,13 +11,14 @@ import type { ByteRange } from '../storage/object-store.js';
 import { PooledRead } from '../storage/pooled-read.js';
 import type { Metrics } from '../metrics.js';
 import { attachment } from './attachment.js';
-import { watchResponseRate, type BodyRateOptions } from './body-rate.js';
-import { exactBody, pooledBody } from './download-body.js';
+import { watchResponseRate, type BodyRateOptions } from '../http/body-rate.js';
+import { exactBody, pooledBody } from './body.js';
 import { beforeClose, bytesAcked, canReadAcked } from './acked-bytes.js';
-import { embeddedByAnotherSite } from './cross-site.js';
+import { embeddedByAnotherSite } from '../http/cross-site.js';
 import { passwordGuard } from './password-guard.js';
-import { tooManyFailures } from './rate-limit.js';
-import { recordFailure } from './request-log.js';
+import { tooManyFailures } from '../http/rate-limit.js';
+import { recordFailure } from '../http/request-log.js';
+import { basicPassword } from '../http/auth.js';
 
 export interface DownloadDeps {
   downloads: Downloads;
@@ -65,15 +66,6 @@ function requestedRange(ctx: Context, file: LinkedFile, etag: string): ByteRange
   // Malformed headers and multiple ranges are allowed to be ignored (RFC 9110).
   if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return undefined;
   return ranges[0];
-}
-
-/** The password of `Authorization: Basic` (any user name, as browsers and `curl -u :secret` send it); undefined without one. */
-export function basicPassword(header: string | undefined): string | undefined {
-  const match = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header ?? '');
-  if (!match) return undefined;
-  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  return colon === -1 ? undefined : decoded.slice(colon + 1);
 }
 
 /**

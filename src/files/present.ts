@@ -1,6 +1,6 @@
 // How records look on the wire: snake_case, integers in bytes, UTC dates.
 import type { LinkRecord } from '../links/links.js';
-import type { FileListing } from '../files/record.js';
+import type { FileListing } from './record.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
 
 export const publicLink = (publicUrl: string, token: string) => `${publicUrl}/download/${token}`;

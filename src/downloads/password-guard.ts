@@ -8,7 +8,7 @@ import type { GuessOutcome, PasswordGuard } from '../links/download.js';
 import { linkErrors } from '../links/errors.js';
 import type { FailureLimits } from '../limits/failure-limits.js';
 import type { Metrics } from '../metrics.js';
-import { tooManyFailures } from './rate-limit.js';
+import { tooManyFailures } from '../http/rate-limit.js';
 
 export interface PasswordLimits {
   /** Failures per client address (unknown links and wrong passwords alike). */

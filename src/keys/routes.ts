@@ -1,17 +1,17 @@
 // The account's API keys, as the owner manages them (issue 57): make one,
 // list them, revoke one. Under /api/v1, each route needing keys:write.
-import type Router from '@koa/router';
+import Router from '@koa/router';
 import { z } from 'zod';
-import type { ApiKeys, KeySummary, NewKey } from '../accounts/api-keys.js';
+import type { ApiKeys, KeySummary, NewKey } from './api-keys.js';
 import { normalCidr } from '../accounts/cidr.js';
 import { accountErrors } from '../accounts/errors.js';
 import { FULL, SCOPES, isScope, type Scope } from '../accounts/scopes.js';
 import { normalName, unshowable } from '../files/filename.js';
 import { MAX_OPTION_INT } from '../files/upload-options.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
-import type { AuthState } from './auth.js';
-import { jsonBody } from './json-body.js';
-import type { Need } from './scoped.js';
+import type { AuthState } from '../http/auth.js';
+import { jsonBody } from '../http/json-body.js';
+import type { Need } from '../http/scoped.js';
 
 export interface KeyRouteDeps {
   keys: ApiKeys;
@@ -77,24 +77,26 @@ export const presentKey = (key: KeySummary) => ({
   current: key.current,
 });
 
-/** Adds the /keys routes to the API router. */
-export function keyRoutes(router: Router<AuthState>, need: Need, { keys, bodyTimeoutMs }: KeyRouteDeps): void {
+/** The account's keys, mounted at /api/v1/keys. */
+export function keyRoutes(need: Need, { keys, bodyTimeoutMs }: KeyRouteDeps): Router<AuthState> {
+  const router = new Router<AuthState>();
   const body = jsonBody({ limit: '16kb', invalid: () => invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
-  router.post('/keys', need('keys:write'), body, async (ctx) => {
+  router.post('/', need('keys:write'), body, async (ctx) => {
     const { caller } = ctx.state;
     const { secret, ...key } = await keys.create(caller.accountId, caller.key!, parseNewKey(ctx.request.body ?? {}), caller.actor);
     ctx.status = 201;
     ctx.body = { success: true, key: { ...presentKey(key), api_key: secret } };
   });
 
-  router.get('/keys', need('keys:write'), async (ctx) => {
+  router.get('/', need('keys:write'), async (ctx) => {
     const { caller } = ctx.state;
     ctx.body = { success: true, keys: (await keys.list(caller.accountId, caller.key!)).map(presentKey) };
   });
 
-  router.delete('/keys/:id', need('keys:write'), async (ctx) => {
+  router.delete('/:id', need('keys:write'), async (ctx) => {
     const { caller } = ctx.state;
     await keys.revoke(caller.accountId, caller.key!, ctx.params.id!, caller.actor);
     ctx.body = { success: true, message: 'Key revoked' };
   });
+  return router;
 }

@@ -1,14 +1,14 @@
 // GET /api/v1/audit (issue 57): the account's audit trail, newest first,
 // paged as every list is, filtered by action and time; needs audit:read.
-import type Router from '@koa/router';
+import Router from '@koa/router';
 import { z } from 'zod';
 import { AUDIT_ACTIONS } from '../audit/actions.js';
-import type { AuditEntry, AuditTrail } from '../audit/trail.js';
+import type { AuditEntry, AuditTrail } from './trail.js';
 import { badRequest } from '../errors.js';
 import { formatDate } from '../wire-date.js';
-import type { AuthState } from './auth.js';
-import { pagination, parseListQuery } from './list-query.js';
-import type { Need } from './scoped.js';
+import type { AuthState } from '../http/auth.js';
+import { pagination, parseListQuery } from '../http/list-query.js';
+import type { Need } from '../http/scoped.js';
 
 const time = z.union([z.iso.datetime({ offset: true }), z.iso.date()]).transform((text) => new Date(text));
 
@@ -39,11 +39,14 @@ export const presentAuditEntry = (entry: AuditEntry) => ({
   created_at: formatDate(entry.createdAt),
 });
 
-export function auditRoutes(router: Router<AuthState>, need: Need, trail: AuditTrail): void {
-  router.get('/audit', need('audit:read'), async (ctx) => {
+/** The account's audit trail, mounted at /api/v1/audit. */
+export function auditRoutes(need: Need, trail: AuditTrail): Router<AuthState> {
+  const router = new Router<AuthState>();
+  router.get('/', need('audit:read'), async (ctx) => {
     const { page, limit } = parseListQuery({ page: ctx.query.page, limit: ctx.query.limit });
     const filter = parseFilter(ctx.query);
     const { entries, total } = await trail.list(ctx.state.caller.accountId, filter, page, limit);
     ctx.body = { success: true, events: entries.map(presentAuditEntry), pagination: pagination(page, limit, total) };
   });
+  return router;
 }

@@ -5,9 +5,9 @@
 import type { Context } from 'koa';
 import { readFile } from 'node:fs/promises';
 import { AppError, notFound } from '../errors.js';
-import type { FileRequest } from '../requests/service.js';
+import type { FileRequest } from './service.js';
 import { formatOptionalDate } from '../wire-date.js';
-import { APP_CSP, APP_PATH, WEB_DIST } from './web-app-routes.js';
+import { APP_CSP, APP_PATH, WEB_DIST } from '../http/static-file.js';
 
 interface Manifest {
   request?: { js: string; css: string };

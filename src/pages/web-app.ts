@@ -3,33 +3,10 @@
 // page uses the public API like any client, same-origin, so it needs no CORS.
 import Router from '@koa/router';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { notFound } from '../errors.js';
-import { sendStaticFile } from './static-file.js';
+import { APP_CSP, APP_PATH, sendStaticFile, WEB_DIST } from '../http/static-file.js';
 
-export const APP_PATH = '/app';
 const ASSETS_PATH = `${APP_PATH}/assets`;
-
-/** dist/web/, from src/http/ (tests, tsx) and from dist/http/ (the built server) alike. */
-export const WEB_DIST = fileURLToPath(new URL('../../dist/web/', import.meta.url));
-
-/**
- * The page may load only our own files. Uppy's stylesheet draws its icons as
- * data: SVG backgrounds, so images may also be data: (an image cannot run
- * script); scripts and styles are 'self' only, without 'unsafe-inline' or
- * 'unsafe-eval'. Uppy sets element styles through the DOM, which CSP allows.
- */
-export const APP_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
 
 const TYPES: Record<string, string> = {
   js: 'text/javascript; charset=utf-8',

@@ -10,8 +10,8 @@ import type { UploadOptions } from '../files/upload-options.js';
 import { enterUpload, type ConcurrencySlots } from '../limits/concurrent-uploads.js';
 import type { UploadGate } from '../limits/upload-gate.js';
 import type { Metrics } from '../metrics.js';
-import type { PlainUploads } from '../uploads/service.js';
-import { watchBodyRate, type BodyRateOptions } from './body-rate.js';
+import type { PlainUploads } from './service.js';
+import { watchBodyRate, type BodyRateOptions } from '../http/body-rate.js';
 import { receiveFile, type Fields } from './multipart.js';
 import type { IncomingMessage } from 'node:http';
 

@@ -1,8 +1,8 @@
 // Parsing and writing the tus 1.0.0 headers (https://tus.io/protocols/resumable-upload).
 import { AppError, badRequest } from '../errors.js';
 import type { CodeOf } from '../error-codes.js';
-import type { UploadStatus } from '../tus/uploads.js';
-import { publicLink } from './present.js';
+import type { UploadStatus } from './uploads.js';
+import { publicLink } from '../files/present.js';
 
 export const TUS_VERSION = '1.0.0';
 export const TUS_EXTENSIONS = 'creation,creation-with-upload,creation-defer-length,termination,expiration,checksum';

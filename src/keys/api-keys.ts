@@ -3,12 +3,12 @@
 // `keys rotate` (AccountService.rotateKey) stays: it revokes every key and
 // makes one full key, the way back in for an owner who lost theirs.
 import type { PrismaClient } from '../generated/prisma/client.js';
-import type { CallerChanges } from './caller-changes.js';
-import { within } from './cidr.js';
-import { accountErrors } from './errors.js';
-import { newApiKey } from './keys.js';
-import { holds, type Scope } from './scopes.js';
-import type { CallerKey } from './types.js';
+import type { CallerChanges } from '../accounts/caller-changes.js';
+import { within } from '../accounts/cidr.js';
+import { accountErrors } from '../accounts/errors.js';
+import { newApiKey } from '../accounts/keys.js';
+import { holds, type Scope } from '../accounts/scopes.js';
+import type { CallerKey } from '../accounts/types.js';
 import { auditRow, SYSTEM, type Actor } from '../audit/actor.js';
 
 /** Keys an account may have at once (not revoked, expired ones included until revoked). */

@@ -2,8 +2,8 @@ import Router from '@koa/router';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { notFound } from '../errors.js';
-import { sendStaticFile } from './static-file.js';
-import { APP_CSP } from './web-app-routes.js';
+import { sendStaticFile } from '../http/static-file.js';
+import { APP_CSP } from '../http/static-file.js';
 
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 export const DOCS_PATH = '/docs';
@@ -59,7 +59,7 @@ export function docsRoutes(publicUrl: string) {
   const dir = swaggerUiDir();
 
   router.get(OPENAPI_PATH, async (ctx) => {
-    document ??= JSON.stringify((await import('./openapi.js')).openApiDocument(publicUrl));
+    document ??= JSON.stringify((await import('../http/openapi.js')).openApiDocument(publicUrl));
     ctx.type = 'application/json';
     ctx.body = document;
   });

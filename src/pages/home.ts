@@ -2,8 +2,8 @@
 // address in a browser (or curl'ed it) goes next, instead of 404 "No such
 // route". Only what this server answers is linked.
 import Router from '@koa/router';
-import { DOCS_PATH, OPENAPI_PATH } from './docs-routes.js';
-import { APP_PATH } from './web-app-routes.js';
+import { DOCS_PATH, OPENAPI_PATH } from './docs.js';
+import { APP_PATH } from '../http/static-file.js';
 
 const API_PATH = '/api/v1';
 const README = 'README.md in the dropstream repository (and its npm package): running it, curl examples, configuration';

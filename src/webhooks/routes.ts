@@ -1,13 +1,13 @@
 // The account's webhooks (issue 44): create, list, delete, rotate the secret,
 // recent deliveries. Under /api/v1, behind the same guard as every route.
-import type Router from '@koa/router';
+import Router from '@koa/router';
 import { z } from 'zod';
-import type { Delivery, WebhookEndpoint, WebhookEndpoints } from '../webhooks/endpoints.js';
-import { webhookErrors } from '../webhooks/errors.js';
-import { EVENT_TYPES } from '../webhooks/events.js';
-import type { AuthState } from './auth.js';
-import type { Need } from './scoped.js';
-import { jsonBody } from './json-body.js';
+import type { Delivery, WebhookEndpoint, WebhookEndpoints } from './endpoints.js';
+import { webhookErrors } from './errors.js';
+import { EVENT_TYPES } from './events.js';
+import type { AuthState } from '../http/auth.js';
+import type { Need } from '../http/scoped.js';
+import { jsonBody } from '../http/json-body.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
 
 export interface WebhookRouteDeps {
@@ -57,32 +57,35 @@ const presentDelivery = (delivery: Delivery) => ({
   created_at: formatDate(delivery.createdAt),
 });
 
-export function webhookRoutes(router: Router<AuthState>, need: Need, { webhooks, bodyTimeoutMs }: WebhookRouteDeps): void {
+/** The account's webhook endpoints, mounted at /api/v1/webhooks. */
+export function webhookRoutes(need: Need, { webhooks, bodyTimeoutMs }: WebhookRouteDeps): Router<AuthState> {
+  const router = new Router<AuthState>();
   const body = jsonBody({ limit: '16kb', invalid: () => webhookErrors.invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
-  router.post('/webhooks', need('webhooks:write'), body, async (ctx) => {
+  router.post('/', need('webhooks:write'), body, async (ctx) => {
     const { url, events } = parseNewWebhook(ctx.request.body ?? {});
     const { secret, ...endpoint } = await webhooks.create(ctx.state.caller.accountId, url, events, ctx.state.caller.actor);
     ctx.status = 201;
     ctx.body = { success: true, webhook: { ...presentWebhook(endpoint), secret } };
   });
 
-  router.get('/webhooks', need('webhooks:write'), async (ctx) => {
+  router.get('/', need('webhooks:write'), async (ctx) => {
     const endpoints = await webhooks.list(ctx.state.caller.accountId);
     ctx.body = { success: true, webhooks: endpoints.map(presentWebhook) };
   });
 
-  router.delete('/webhooks/:id', need('webhooks:write'), async (ctx) => {
+  router.delete('/:id', need('webhooks:write'), async (ctx) => {
     await webhooks.delete(ctx.state.caller.accountId, ctx.params.id!, ctx.state.caller.actor);
     ctx.body = { success: true, message: 'Webhook deleted' };
   });
 
-  router.post('/webhooks/:id/rotate-secret', need('webhooks:write'), async (ctx) => {
+  router.post('/:id/rotate-secret', need('webhooks:write'), async (ctx) => {
     const { secret, ...endpoint } = await webhooks.rotateSecret(ctx.state.caller.accountId, ctx.params.id!, ctx.state.caller.actor);
     ctx.body = { success: true, webhook: { ...presentWebhook(endpoint), secret } };
   });
 
-  router.get('/webhooks/:id/deliveries', need('webhooks:write'), async (ctx) => {
+  router.get('/:id/deliveries', need('webhooks:write'), async (ctx) => {
     const deliveries = await webhooks.deliveries(ctx.state.caller.accountId, ctx.params.id!);
     ctx.body = { success: true, deliveries: deliveries.map(presentDelivery) };
   });
+  return router;
 }

@@ -1,18 +1,18 @@
 // The account's file requests (issue 45): create, list, get (with the files
 // received), close. Under /api/v1, behind the same guard as every route.
 // The outsider's side is request-link-routes.ts.
-import type Router from '@koa/router';
+import Router from '@koa/router';
 import { z } from 'zod';
 import { normalName, unshowable } from '../files/filename.js';
 import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
-import { requestErrors } from '../requests/errors.js';
-import type { FileRequest, FileRequests, NewFileRequest } from '../requests/service.js';
-import type { AuthState } from './auth.js';
-import type { Need } from './scoped.js';
-import { jsonBody } from './json-body.js';
-import { pagination, parseListQuery } from './list-query.js';
+import { requestErrors } from './errors.js';
+import type { FileRequest, FileRequests, NewFileRequest } from './service.js';
+import type { AuthState } from '../http/auth.js';
+import type { Need } from '../http/scoped.js';
+import { jsonBody } from '../http/json-body.js';
+import { pagination, parseListQuery } from '../http/list-query.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
-import { presentFile } from './present.js';
+import { presentFile } from '../files/present.js';
 
 export interface RequestRouteDeps {
   requests: FileRequests;
@@ -88,28 +88,30 @@ export const presentRequest = (request: FileRequest, publicUrl: string) => ({
   created_at: formatDate(request.createdAt),
 });
 
-/** Adds the /requests routes to the API router, each needing requests:write (reading a request shows what it received: its owner's business). */
-export function requestRoutes(router: Router<AuthState>, need: Need, { requests, publicUrl, bodyTimeoutMs }: RequestRouteDeps): void {
+/** The owner's file requests, mounted at /api/v1/requests. */
+export function requestRoutes(need: Need, { requests, publicUrl, bodyTimeoutMs }: RequestRouteDeps): Router<AuthState> {
+  const router = new Router<AuthState>();
   const body = jsonBody({ limit: '16kb', invalid: () => requestErrors.invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
-  router.post('/requests', need('requests:write'), body, async (ctx) => {
+  router.post('/', need('requests:write'), body, async (ctx) => {
     const request = await requests.create(ctx.state.caller.accountId, parseNewRequest(ctx.request.body), new Date(), ctx.state.caller.actor);
     ctx.status = 201;
     ctx.body = { success: true, request: presentRequest(request, publicUrl) };
   });
 
-  router.get('/requests', need('requests:write'), async (ctx) => {
+  router.get('/', need('requests:write'), async (ctx) => {
     const { page, limit } = parseListQuery(ctx.query);
     const { requests: rows, total } = await requests.list(ctx.state.caller.accountId, page, limit);
     ctx.body = { success: true, requests: rows.map((r) => presentRequest(r, publicUrl)), pagination: pagination(page, limit, total) };
   });
 
-  router.get('/requests/:id', need('requests:write'), async (ctx) => {
+  router.get('/:id', need('requests:write'), async (ctx) => {
     const { request, files } = await requests.get(ctx.state.caller.accountId, ctx.params.id!);
     ctx.body = { success: true, request: presentRequest(request, publicUrl), files: files.map((f) => presentFile(f, publicUrl)) };
   });
 
-  router.delete('/requests/:id', need('requests:write'), async (ctx) => {
+  router.delete('/:id', need('requests:write'), async (ctx) => {
     const ended = await requests.close(ctx.state.caller.accountId, ctx.params.id!, new Date(), ctx.state.caller.actor);
     ctx.body = { success: true, message: `File request closed; the files it received stay${ended ? `, and its ${ended} upload${ended === 1 ? '' : 's'} in progress ended` : ''}` };
   });
+  return router;
 }
