@@ -121,7 +121,7 @@ export function requestLinkRoutes(deps: RequestLinkDeps) {
   });
 
   /** The latest an upload through `request` starting now may end: REQUEST_UPLOAD_EXPIRY from now, never past the request's expiry. */
-  const deadlineOf = (request: FileRequest) => new Date(Math.min(Date.now() + uploadExpirySeconds * 1000, request.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY));
+  const deadlineOf = (request: FileRequest) => new Date(Math.min(requests.clock().getTime() + uploadExpirySeconds * 1000, request.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY));
 
   router.post('/files', guard, async (ctx) => {
     const { caller, fileRequest } = ctx.state;
