@@ -35,5 +35,6 @@ export function sharedClock(backend: Backend): TestClock {
 export async function closeSharedServers(): Promise<void> {
   const started = [...servers.values()];
   servers.clear();
+  clocks.clear();
   await Promise.all(started.map(async (s) => (await s).close()));
 }
