@@ -1,5 +1,5 @@
 // A ResumableUploads wired as the composition root wires it (src/server.ts):
-// records and locker over one ledger, for tests that drive the service
+// records, locker and intake over one ledger and one clock, for tests that drive the service
 // directly with their own timers, store or removal steps.
 import { systemClock, type Clock } from '../../src/clock.js';
 import { ResumableRecords } from '../../src/tus/records.js';
@@ -23,6 +23,6 @@ export function tusService(prisma: PrismaClient, store: ObjectStore, options: Tu
   const records = new ResumableRecords(prisma, ledger);
   const onCleanupError = rest.onCleanupError ?? (() => {});
   const locker = new UploadLocker(records, { leaseMs, takeoverMs, clock, onError: onCleanupError });
-  const intake = new Intake({ prisma, store, ledger, onCleanupError });
+  const intake = new Intake({ prisma, store, ledger, onCleanupError, clock });
   return new ResumableUploads({ intake, records, locker, expirySeconds: 3600, ...rest, onCleanupError });
 }
