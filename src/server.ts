@@ -52,6 +52,7 @@ import { Relay, type RelayOptions } from './webhooks/relay.js';
 import { FileRequests } from './requests/service.js';
 import { LiveRequestUploads } from './requests/live-uploads.js';
 import { RequestLinkLimits } from './limits/request-link-limits.js';
+import { systemClock, type Clock } from './clock.js';
 
 /** A server built and not listening: Fastify's `build()` and `ready()` in one. */
 export interface BuiltServer {
@@ -140,6 +141,8 @@ export interface ServerOptions {
   callerCacheMs?: number;
   /** The webhook relay's timers (src/webhooks/relay.ts: timeout, poll, first backoff, retry window) and its timeouts before a webhook rests. */
   webhooks?: Partial<Pick<RelayOptions, 'timeoutMs' | 'pollMs' | 'baseBackoffMs' | 'retryWindowMs' | 'endpointTimeouts'>>;
+  /** The time where it decides (expiry of links, files, API keys, file requests and tus uploads; the sweep): the wall clock unless a test moves it (src/clock.ts). */
+  clock?: Clock;
 }
 
 /** Objects without resources of their own that every step reports to. */
@@ -247,11 +250,12 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const callers = new CallerCache({ ttlMs: options.callerCacheMs ?? CALLER_CACHE_MS, maxEntries: 10_000 });
   const publishChange = notices.channel('caller-changes', (message) => applyCallerChange(callers, message), { onMissed: () => callers.clear() });
   const changes = new CallerChanges(callers, { publish: publishChange, logger });
-  const accounts = new AccountService(db.prisma, { cache: callers, changes, lastUsed: new LastUsed(db.prisma) });
-  const keys = new ApiKeys(db.prisma, changes);
+  const clock = options.clock ?? systemClock;
+  const accounts = new AccountService(db.prisma, { cache: callers, changes, lastUsed: new LastUsed(db.prisma), clock });
+  const keys = new ApiKeys(db.prisma, changes, clock);
   const plans = new PlanService(db.prisma, { maxFileSize: store.maxObjectSize }, changes);
   // The one upload ledger every upload path and the sweeper share.
-  const ledger = new UploadLedger(db.prisma);
+  const ledger = new UploadLedger(db.prisma, { clock });
   const live = liveDownloads(logger, db, notices, closers);
   const files = new FileService({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, live });
   const links = new LinkService({
@@ -259,13 +263,14 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
     store,
     live,
     offload: config.s3?.presign && { seconds: config.s3.presign.seconds },
+    clock,
     downloadEvents: {
       pending: config.webhooks.pendingDownloads,
       onDropped: (count) => tools.metrics.webhookEventsDropped.inc({ type: 'file.downloaded' }, count),
     },
   });
   // Every upload opens and becomes a file here, whatever its transport.
-  const intake = new Intake({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, lateWriteSeconds: config.storeLateWriteWindow });
+  const intake = new Intake({ prisma: db.prisma, store, ledger, onCleanupError: tools.onCleanupError, lateWriteSeconds: config.storeLateWriteWindow, clock });
   const uploads = new PlainUploads({ intake, onCleanupError: tools.onCleanupError, heartbeatMs: options.uploadHeartbeatMs });
   // tus: the uploads' rows and their locker over the same ledger. A release
   // request (newest tus request wins) reaches the instance holding the lock
@@ -274,11 +279,11 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   const records = new ResumableRecords(db.prisma, ledger);
   const publishRelease = notices.channel('upload-release', (id) => locker.requestRelease(id));
   const requestUploads = liveRequestUploads(logger, db, notices, closers);
-  const requests = new FileRequests(db.prisma, requestUploads);
+  const requests = new FileRequests(db.prisma, requestUploads, clock);
   const locker = new UploadLocker(records, {
     leaseMs: TUS_LOCK_MS,
     takeoverMs: config.resumableTakeoverTimeout * 1000,
-    clock: () => new Date(),
+    clock,
     publish: publishRelease,
     onError: tools.onCleanupError,
   });
@@ -292,7 +297,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
     onCleanupError: tools.onCleanupError,
     onDigestRead: () => tools.metrics.resumableDigestReads.inc(),
   });
-  const sweeper = newSweeper(config, logger, db, store, ledger, resumable);
+  const sweeper = newSweeper(config, logger, db, store, ledger, resumable, clock);
   const sweep = async (graceSeconds = config.gcGrace) => {
     const result = await sweeper.sweep(graceSeconds);
     if (result.expired || result.uploads || result.deletes || result.strays || result.orphans || result.failed) logger.info({ ...result }, 'swept expired files and pending objects');
@@ -350,11 +355,12 @@ function warnWithoutSessions(logger: Logger, redis: boolean): void {
  * interval, then after twice as long each time, at most four intervals; the
  * walk over the store's objects reports each sweep's orphans in the log.
  */
-function newSweeper(config: Config, logger: Logger, db: Database, store: ObjectStore, ledger: UploadLedger, resumable: ResumableUploads): Sweeper {
+function newSweeper(config: Config, logger: Logger, db: Database, store: ObjectStore, ledger: UploadLedger, resumable: ResumableUploads, clock: Clock): Sweeper {
   const intervalMs = (config.gcInterval || 60) * 1000;
   return new Sweeper(db.prisma, store, ledger, resumable, {
     retryMs: { first: intervalMs / 2, max: 4 * intervalMs },
     auditRetentionDays: config.audit.retentionDays,
+    clock,
     orphans: {
       ...config.gcOrphans,
       onFound: (orphans, mode) =>

@@ -8,6 +8,7 @@ import { toPlan } from './plans.js';
 import type { Caller } from './types.js';
 import type { LastUsed } from './last-used.js';
 import { auditRow, SYSTEM, type Actor } from '../audit/actor.js';
+import { systemClock, type Clock } from '../clock.js';
 
 export type { Caller } from './types.js';
 
@@ -62,8 +63,8 @@ export interface AccountServiceOptions {
   changes?: CallerChanges;
   /** Writes keys' last_used_at (at most once a minute each); absent: not written. */
   lastUsed?: LastUsed;
-  /** Now, in epoch milliseconds: judges cached keys' expiry. */
-  clock?: () => number;
+  /** Judges keys' expiry, cached or read (the composition root's clock). */
+  clock?: Clock;
 }
 
 const used = (caller: Caller, lastUsed: LastUsed | undefined): Caller => {
@@ -89,10 +90,10 @@ export class AccountService {
    */
   async authenticate(apiKey: string): Promise<Caller | undefined> {
     const hash = hashApiKey(apiKey);
-    const { cache, lastUsed, clock = Date.now } = this.options;
+    const { cache, lastUsed, clock = systemClock } = this.options;
     const cached = cache?.get(hash);
     // An expired key stays in the cache until its entry does, but is refused from the instant it expires, on every instance.
-    if (cached) return cached.key!.expiresAt !== null && cached.key!.expiresAt <= clock() ? undefined : used(cached, lastUsed);
+    if (cached) return cached.key!.expiresAt !== null && cached.key!.expiresAt <= clock().getTime() ? undefined : used(cached, lastUsed);
     const generation = cache?.generation ?? 0;
     // Expired keys answer no row, as revoked and unknown ones do (the same path, the same time).
     const rows = await this.prisma.$queryRaw<KeyRow[]>`
@@ -100,7 +101,7 @@ export class AccountService {
              a.id AS account_id, p.name, p.api_access, p.requests_per_minute, p.requests_per_day,
              p.max_file_size, p.daily_uploads, p.concurrent_uploads, p.max_total_size, p.max_expires_in
       FROM api_keys k JOIN accounts a ON a.id = k.account_id JOIN plans p ON p.id = a.plan_id
-      WHERE k.hash = ${hash} AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`;
+      WHERE k.hash = ${hash} AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ${clock()}::timestamp(3))`;
     const row = rows[0];
     if (!row) return undefined;
     const caller: Caller = {

@@ -41,7 +41,7 @@ export function linkRoutes(need: Need, { links: service, publicUrl, bodyTimeoutM
   router.post('/:id/links', need('links:write'), body, async (ctx) => {
     const fileId = parseFileId(ctx.params.id!);
     // expires_in counts from now; the password is hashed before the link is written.
-    const now = new Date();
+    const now = service.clock();
     const link = await service.create(ctx.state.caller.accountId, fileId, await linkRulesOf(linkOptions(ctx.request.body ?? {}), now), now, ctx.state.caller.actor);
     if (!link) throw fileErrors.notFound();
     ctx.status = 201;

@@ -4,6 +4,7 @@ import { removeExpiredFiles } from './file-rows.js';
 import { pruneAudit } from '../audit/retention.js';
 import type { PendingRecord, UploadLedger } from '../ledger/ledger.js';
 import { OrphanObjects, type OrphanCheck, type OrphanOptions } from './orphans.js';
+import { systemClock, type Clock } from '../clock.js';
 
 export interface SweepResult {
   /** Files past their expires_at, deleted (their objects go with the deletes of this sweep). */
@@ -45,7 +46,7 @@ export interface SweeperOptions {
   auditRetentionDays?: number;
   /** Awaited at each step; a rejection ends the sweep there, with nothing undone (as a crash would). */
   onStep?: (step: SweepStep, storageKey: string) => Promise<void>;
-  clock?: () => Date;
+  clock?: Clock;
   /**
    * The back-off of an ended upload's clean-up: the wait after its first
    * failure (doubling with each one after) and the longest wait. The server
@@ -98,7 +99,7 @@ type Removal = { outcome: 'removed' | 'waiting' | 'skipped' } | { outcome: 'fail
  * `grace` that no file row or record names are removed and reported.
  */
 export class Sweeper {
-  private readonly clock: () => Date;
+  private readonly clock: Clock;
   private readonly orphans: OrphanObjects | undefined;
 
   constructor(
@@ -108,7 +109,7 @@ export class Sweeper {
     private readonly resumable?: ExpiringUploads,
     private readonly options: SweeperOptions = {},
   ) {
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
     this.orphans = options.orphans && new OrphanObjects(prisma, store, options.orphans);
   }
 

@@ -29,6 +29,8 @@ export interface StoredFile {
   primaryLink?: LinkRules;
   /** Who uploaded it, for the audit row written with it. */
   actor?: Actor;
+  /** The commit's time (the intake's clock): the file's created_at, and expiresIn counts from it. */
+  now?: Date;
 }
 
 export class UploadSweptError extends Error {
@@ -75,7 +77,7 @@ function isIdTaken(err: unknown): boolean {
 async function insertFile(prisma: PrismaClient, file: StoredFile, id: number): Promise<FileRecord> {
   // Dates are passed, not left to DEFAULT CURRENT_TIMESTAMP: the columns have
   // no time zone and Prisma writes UTC, whatever the server's TimeZone says.
-  const now = new Date();
+  const now = file.now ?? new Date();
   const expiresAt = file.expiresIn === undefined ? null : after(now, file.expiresIn);
   const rows = await prisma.$queryRaw<FileColumns[]>`
     WITH claimed AS (${claimForFileSql(file.storageKey, now)}), inserted AS (

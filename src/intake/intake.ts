@@ -26,6 +26,7 @@ import { fileErrors } from '../files/errors.js';
 import { newStorageKey, type FileRecord } from '../files/record.js';
 import { commitFile, type StoredFile } from './finish.js';
 import { takePlace } from './places.js';
+import { systemClock, type Clock } from '../clock.js';
 
 export type { StoredFile } from './finish.js';
 
@@ -37,7 +38,8 @@ export interface IntakeOptions {
   onCleanupError: (err: unknown) => void;
   /** Seconds during which the store may still apply a write whose call was cut (STORE_LATE_WRITE_WINDOW); 0 by default. */
   lateWriteSeconds?: number;
-  clock?: () => Date;
+  /** The time uploads open, end and become files at (the composition root's clock). */
+  clock?: Clock;
 }
 
 /** What an upload asks for when it opens. */
@@ -66,12 +68,12 @@ export const maxUploadSize = (caller: Caller, store: ObjectStore) => Math.min(ca
 export class Intake {
   readonly ledger: UploadLedger;
   readonly store: ObjectStore;
-  private readonly clock: () => Date;
+  private readonly clock: Clock;
 
   constructor(private readonly options: IntakeOptions) {
     this.ledger = options.ledger;
     this.store = options.store;
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
   }
 
   /** The largest upload `caller` may make. */
@@ -108,7 +110,7 @@ export class Intake {
 
   /** Makes the stored object a file: the one point where an upload becomes one (finish.ts). */
   finish(file: StoredFile): Promise<FileRecord> {
-    return commitFile(this.options.prisma, file);
+    return commitFile(this.options.prisma, { now: this.clock(), ...file });
   }
 
   /** An upload refused before any byte of it reached the store: its record goes, with its slot, reservation and place. */

@@ -10,6 +10,7 @@ import { newApiKey } from '../accounts/keys.js';
 import { holds, type Scope } from '../accounts/scopes.js';
 import type { CallerKey } from '../accounts/types.js';
 import { auditRow, SYSTEM, type Actor } from '../audit/actor.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /** Keys an account may have at once (not revoked, expired ones included until revoked). */
 export const MAX_KEYS = 50;
@@ -59,7 +60,7 @@ export class ApiKeys {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly changes?: CallerChanges,
-    private readonly clock: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /**
@@ -74,7 +75,7 @@ export class ApiKeys {
       const missing = (input.scopes as Scope[]).find((scope) => !holds(maker, scope));
       if (missing) throw accountErrors.insufficientScope(missing, 'a key cannot make a key with a scope it does not hold');
     }
-    const now = this.clock();
+    const now = this.clock().getTime();
     let expiresAt = input.expiresIn === undefined ? null : now + input.expiresIn * 1000;
     if (maker.expiresAt !== null) {
       if (expiresAt !== null && expiresAt > maker.expiresAt) throw accountErrors.keyExceedsCreator(`expires_in: the new key cannot outlive this key, which expires at ${new Date(maker.expiresAt).toISOString()}`);
@@ -136,7 +137,7 @@ export class ApiKeys {
         const others = await tx.apiKey.count({ where: { accountId, revokedAt: null, full: true, expiresAt: null, id: { not: target.id } } });
         if (others === 0) throw accountErrors.lastFullKey();
       }
-      const now = new Date(this.clock());
+      const now = this.clock();
       await tx.apiKey.update({ where: { id: target.id }, data: { revokedAt: now } });
       await tx.auditEvent.create({ data: auditRow(accountId, 'key.revoked', publicId, actor, now) });
     });

@@ -4,6 +4,7 @@
 import { AppError } from '../errors.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { utcDay } from '../utc-day.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /** 403 daily_upload_limit: the plan's uploads for this UTC day are used up. */
 export const dailyUploadLimit = (limit: number) =>
@@ -17,7 +18,7 @@ export const dailyUploadLimit = (limit: number) =>
 export class DailyUploads {
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Takes a slot for today (UTC) and returns the day, or undefined when `limit` are taken. */

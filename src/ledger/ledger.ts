@@ -34,6 +34,7 @@ import type { OpenUpload } from '../storage/object-store.js';
 import { dayDate } from '../utc-day.js';
 import { DailyUploads, dailyUploadLimit } from './daily-uploads.js';
 import { StorageQuota } from './storage-quota.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /** What the pending_objects table is for; see prisma/schema.prisma. */
 export type PendingReason = 'upload' | 'resumable' | 'delete';
@@ -44,7 +45,7 @@ export type PendingRecord = Prisma.PendingObjectGetPayload<object>;
 export type Transaction = Prisma.TransactionClient;
 
 export interface LedgerOptions {
-  clock?: () => Date;
+  clock?: Clock;
   /** How long an upload waits for room under the storage quota at most (storage-quota.ts). */
   storageWaitMs?: number;
 }
@@ -94,7 +95,7 @@ export class UploadLedger {
 
   constructor(
     private readonly prisma: PrismaClient,
-    options: LedgerOptions = {},
+    private readonly options: LedgerOptions = {},
   ) {
     this.daily = new DailyUploads(prisma, options.clock);
     this.storage = new StorageQuota(prisma, options.storageWaitMs);
@@ -141,7 +142,7 @@ export class UploadLedger {
 
   /** The store's handle on the incomplete upload, once it has one (the sweep discards it). */
   async setUploadId(storageKey: string, uploadId: string): Promise<void> {
-    await this.prisma.pendingObject.updateMany({ where: { storageKey }, data: { uploadId, touchedAt: new Date() } });
+    await this.prisma.pendingObject.updateMany({ where: { storageKey }, data: { uploadId, touchedAt: (this.options.clock ?? systemClock)() } });
   }
 
   /** The store's new handle on a tus upload: a query for the batch transaction that saves its state. */
@@ -151,7 +152,7 @@ export class UploadLedger {
 
   /** Marks an upload as still alive, so the sweeper leaves it alone. */
   async touch(storageKey: string): Promise<void> {
-    await this.prisma.pendingObject.updateMany({ where: { storageKey }, data: { touchedAt: new Date() } });
+    await this.prisma.pendingObject.updateMany({ where: { storageKey }, data: { touchedAt: (this.options.clock ?? systemClock)() } });
   }
 
   /** Whether a tus upload's record still holds its slot (it is not a file yet). One lookup by key, so concurrent ones batch. */

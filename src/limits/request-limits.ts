@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from './rate-limiter-classes.js';
 import type { Plan } from '../accounts/types.js';
 import { utcDay } from '../utc-day.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /** One window's state after a request, for the response headers. */
 export interface WindowState {
@@ -57,7 +58,7 @@ export interface RequestLimitsOptions {
   redis?: Redis;
   /** Prefix of the Redis keys. */
   keyPrefix?: string;
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 /**
@@ -83,12 +84,12 @@ export class RequestLimits {
   private readonly memory: Limiters;
   private readonly redis?: Redis;
   private readonly prefix: string;
-  private readonly clock: () => Date;
+  private readonly clock: Clock;
   /** Redis limiters by plan numbers ("per minute/per day"). */
   private readonly byPlan = new Map<string, Limiters>();
 
   constructor(options: RequestLimitsOptions) {
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
     this.prefix = options.keyPrefix ?? 'dropstream';
     this.redis = options.redis;
     this.memory = {

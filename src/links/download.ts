@@ -16,6 +16,7 @@ import { linkErrors } from './errors.js';
 import { verifiedLately, verifyPassword } from './link-password.js';
 import { budgetOf, chargeOf, slackOf, type FileLinks, type LinkedFile } from './links.js';
 import type { LiveDownloads } from './live-downloads.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /** How a password check went: a right one, or one never checked (refused before, or failed), is given back. */
 export type GuessOutcome = 'right' | 'wrong' | 'unchecked';
@@ -108,7 +109,7 @@ export class Downloads {
   constructor(
     private readonly links: FileLinks,
     private readonly store: ObjectStore,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: Clock = systemClock,
     /** The registry that ends downloads of revoked links; absent: they run to their end. */
     private readonly live?: LiveDownloads,
     /** Absent, or a store that cannot presign: every download goes through us. */

@@ -13,6 +13,7 @@ import { auditSql, SYSTEM, type Actor } from '../audit/actor.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DEFAULT_DOWNLOAD_EVENT_LIMITS, fileDownloadedSql, linkExhaustedSql, type DownloadEventLimits } from '../webhooks/events.js';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /**
  * The file a link leads to, as a download needs it. Links read it in the
@@ -145,6 +146,8 @@ export class FileLinks {
     private readonly prisma: PrismaClient,
     /** WEBHOOK_PENDING_DOWNLOADS: the bound on a webhook's undelivered file.downloaded messages (src/webhooks/events.ts). */
     private readonly downloadEvents: DownloadEventLimits = DEFAULT_DOWNLOAD_EVENT_LIMITS,
+    /** The time a download is counted at (its events' and audit row's). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** The link of `token` and its file, in one statement; undefined for no such link. */
@@ -255,7 +258,7 @@ export class FileLinks {
    * messages gets none for this download (events.ts); those are counted.
    */
   async countDownload(linkId: string, fileId: number, audit?: { address: string | null }): Promise<void> {
-    const now = new Date();
+    const now = this.clock();
     // AUDIT_DOWNLOADS: the account's audit row, in the statement that counts the download (absent: nothing more).
     const audited = audit ? Prisma.sql`, audited AS (${auditSql('file.downloaded', 'counted', 'account_id', 'id', { ...SYSTEM, kind: 'link', address: audit.address }, now)})` : Prisma.empty;
     const rows = await this.prisma.$queryRaw<{ dropped: number }[]>`

@@ -93,7 +93,7 @@ export function requestRoutes(need: Need, { requests, publicUrl, bodyTimeoutMs }
   const router = new Router<AuthState>();
   const body = jsonBody({ limit: '16kb', invalid: () => requestErrors.invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
   router.post('/', need('requests:write'), body, async (ctx) => {
-    const request = await requests.create(ctx.state.caller.accountId, parseNewRequest(ctx.request.body), new Date(), ctx.state.caller.actor);
+    const request = await requests.create(ctx.state.caller.accountId, parseNewRequest(ctx.request.body), requests.clock(), ctx.state.caller.actor);
     ctx.status = 201;
     ctx.body = { success: true, request: presentRequest(request, publicUrl) };
   });
@@ -110,7 +110,7 @@ export function requestRoutes(need: Need, { requests, publicUrl, bodyTimeoutMs }
   });
 
   router.delete('/:id', need('requests:write'), async (ctx) => {
-    const ended = await requests.close(ctx.state.caller.accountId, ctx.params.id!, new Date(), ctx.state.caller.actor);
+    const ended = await requests.close(ctx.state.caller.accountId, ctx.params.id!, requests.clock(), ctx.state.caller.actor);
     ctx.body = { success: true, message: `File request closed; the files it received stay${ended ? `, and its ${ended} upload${ended === 1 ? '' : 's'} in progress ended` : ''}` };
   });
   return router;

@@ -14,6 +14,7 @@ import { LISTED, toFileListing, type FileListing } from '../files/record.js';
 import { heldByRequests, isUploadOf, lapseRequestUploads, settleRequestUploads } from '../ledger/request-uploads.js';
 import { requestErrors } from './errors.js';
 import type { LiveRequestUploads } from './live-uploads.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { AuthState } from '../http/auth.js';
 
 /** What a /r/{token} route knows once the link's guard let it through: the owner as the caller (AuthState), and the request the link opened. */
@@ -116,9 +117,11 @@ export class FileRequests {
     private readonly prisma: PrismaClient,
     /** Uploads in flight through requests: a close cuts those through it, on every instance. Absent: none are tracked (tests of the service alone). */
     private readonly live?: LiveRequestUploads,
+    /** The time requests and their uploads expire by (the composition root's clock). */
+    readonly clock: Clock = systemClock,
   ) {}
 
-  async create(accountId: number, input: NewFileRequest, now = new Date(), actor: Actor = SYSTEM): Promise<FileRequest> {
+  async create(accountId: number, input: NewFileRequest, now = this.clock(), actor: Actor = SYSTEM): Promise<FileRequest> {
     const maxFiles = input.maxFiles === undefined ? REQUEST_DEFAULTS.maxFiles : input.maxFiles;
     const expiresIn = input.expiresIn === undefined ? REQUEST_DEFAULTS.expiresIn : input.expiresIn;
     const id = newRequestId();
@@ -172,7 +175,7 @@ export class FileRequests {
    * are cut, here and on the other instances (live-uploads.ts), and the
    * sweep removes their bytes. Returns how many uploads were ended.
    */
-  async close(accountId: number, id: string, now = new Date(), actor: Actor = SYSTEM): Promise<number> {
+  async close(accountId: number, id: string, now = this.clock(), actor: Actor = SYSTEM): Promise<number> {
     if (!REQUEST_ID.test(id)) throw requestErrors.notFound();
     const ended = await this.prisma.$transaction(async (tx) => {
       const { count } = await tx.fileRequest.updateMany({ where: { id, accountId, closedAt: null }, data: { closedAt: now } });
@@ -190,7 +193,7 @@ export class FileRequests {
    * out (REQUEST_UPLOAD_EXPIRY, or their request's expiry), without waiting
    * for the sweep (server.ts runs it every few seconds). Returns how many.
    */
-  lapseUploads(now = new Date()): Promise<number> {
+  lapseUploads(now = this.clock()): Promise<number> {
     return lapseRequestUploads(this.prisma, now);
   }
 
@@ -199,7 +202,7 @@ export class FileRequests {
    * an unknown or closed one, 410 request_expired past its expiry. Places
    * are checked when one is taken (src/intake/places.ts), not here.
    */
-  async open(token: string, now = new Date()): Promise<OpenRequest> {
+  async open(token: string, now = this.clock()): Promise<OpenRequest> {
     if (!TOKEN.test(token)) throw requestErrors.notFound();
     const row = await this.prisma.fileRequest.findUnique({ where: { token }, include: { ...withCount, account: { select: { plan: true } } } });
     if (!row || row.closedAt) throw requestErrors.notFound();

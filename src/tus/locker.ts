@@ -16,13 +16,14 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResumableRecords, ResumableRow } from './records.js';
+import type { Clock } from '../clock.js';
 
 export interface LockerOptions {
   /** How long a lock holds unless renewed (every third of it, while the holder runs). */
   leaseMs: number;
   /** How long a newcomer waits for the holder to let go before it gives up (409 upload_busy); 0 never asks. */
   takeoverMs: number;
-  clock: () => Date;
+  clock: Clock;
   /** Carries a release request to the other instances; absent on a single instance. */
   publish?: (id: string) => Promise<unknown> | void;
   /** Errors of work that must not fail the request (a release request that could not be sent, an unlock that failed). */

@@ -227,13 +227,13 @@ export class ResumableRecords {
    * pending record, and so holds the quota slot it recorded (exactly once:
    * a removal whose claim ran out and was taken over forgets nothing).
    */
-  async forget(claimed: RemovalClaim): Promise<boolean> {
+  async forget(claimed: RemovalClaim, now = new Date()): Promise<boolean> {
     return this.prisma.$transaction(async (tx) => {
       const { count } = await tx.resumableUpload.deleteMany({ where: { id: claimed.row.id, lockToken: claimed.token } });
       if (count === 0) return false;
       const forgotten = await this.ledger.forgetResumable(tx, claimed.row.storageKey);
       // Swept unfinished: the upload.expired messages commit with the forgetting, or neither.
-      if (forgotten && claimed.expired) await tx.$executeRaw(uploadExpiredSql(claimed.row, new Date()));
+      if (forgotten && claimed.expired) await tx.$executeRaw(uploadExpiredSql(claimed.row, now));
       return forgotten;
     });
   }

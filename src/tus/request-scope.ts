@@ -17,8 +17,8 @@ export interface RequestScopeDeps {
 }
 
 /** The latest an upload through `request` starting now may end: REQUEST_UPLOAD_EXPIRY from now, never past the request's expiry. */
-export const requestUploadDeadline = (request: FileRequest, uploadExpirySeconds: number, now = Date.now()) =>
-  new Date(Math.min(now + uploadExpirySeconds * 1000, request.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY));
+const requestUploadDeadline = (request: FileRequest, uploadExpirySeconds: number, now: Date) =>
+  new Date(Math.min(now.getTime() + uploadExpirySeconds * 1000, request.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY));
 
 export function requestTusScope({ requests, live, uploadExpirySeconds, publicUrl }: RequestScopeDeps): TusScope {
   const basePath = new URL(publicUrl).pathname.replace(/\/+$/, '');
@@ -31,7 +31,7 @@ export function requestTusScope({ requests, live, uploadExpirySeconds, publicUrl
       if (!(await requests.ownsUpload(requestOf(ctx).id, id))) throw new AppError('upload_not_found', 'No such upload through this file request');
     },
     // Its place, slot and bytes are held REQUEST_UPLOAD_EXPIRY at most, however often it is written (src/tus/uploads.ts cuts a PATCH then).
-    deadline: (ctx) => requestUploadDeadline(requestOf(ctx), uploadExpirySeconds),
+    deadline: (ctx) => requestUploadDeadline(requestOf(ctx), uploadExpirySeconds, requests.clock()),
     // The upload's own deadline covers the request's expiry: tracked for the close (and, as a backstop, the expiry).
     track: (ctx) => live.track(requestOf(ctx).id),
   };

@@ -24,6 +24,7 @@ import { LockTakenOver, type UploadLock, type UploadLocker } from './locker.js';
 import { linkRulesOf, type UploadOptions } from '../files/upload-options.js';
 import type { UploadLedger } from '../ledger/ledger.js';
 import type { Intake } from '../intake/intake.js';
+import type { Clock } from '../clock.js';
 
 export interface ResumableOptions {
   /** Where every upload opens and becomes a file (its store and ledger are the uploads'), built once by the composition root. */
@@ -98,7 +99,7 @@ export class ResumableUploads {
   /** Reservations against the plan's max_total_size (the ledger's). */
   private readonly storage: UploadLedger['storage'];
   private readonly locker: UploadLocker;
-  private readonly clock: () => Date;
+  private readonly clock: Clock;
   /** How long a request's lock holds unless renewed, and a removal's claim. */
   private readonly leaseMs: number;
   /** How long a request giving way reads on what is already in flight: a quarter of the newcomer's wait, at most 2 s. */
@@ -370,6 +371,7 @@ export class ResumableUploads {
       expiresIn: row.fileExpiresIn,
       primaryLink: { maxDownloads: row.maxDownloads, passwordHash: row.passwordHash },
       actor,
+      now: this.clock(),
     });
     this.held.drop(row.id);
     return file;
@@ -430,7 +432,7 @@ export class ResumableUploads {
     // Forgetting the record gives back its slot and its reservation against
     // the storage quota in the same statement. Another removal took over a
     // claim that ran out: then the record is its to forget.
-    if (!(await this.records.forget(claimed))) return undefined;
+    if (!(await this.records.forget(claimed, this.clock()))) return undefined;
     await step('forgotten', id);
     return 'removed';
   }

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { S3ObjectStore } from '../../src/storage/s3.js';
-import { eventually } from '../helpers/raw-upload.js';
+import { testClock } from '../helpers/clock.js';
 import { isPutObject, startS3Proxy, type S3Proxy } from '../helpers/s3-proxy.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
@@ -29,6 +29,8 @@ describe('faults: the store applies a cut PutObject after the clean-up deleted i
   let store: S3ObjectStore;
   let bucket: string;
   let apiKey: string;
+  // Moved past the late-write window instead of waiting for it.
+  const clock = testClock();
 
   before(async () => {
     s3 = await startTestS3();
@@ -42,7 +44,7 @@ describe('faults: the store applies a cut PutObject after the clean-up deleted i
       STORE_MIN_RATE: String(4 * MiB),
       // The store may apply a cut write for a second after it was cut (900 s unless set).
       STORE_LATE_WRITE_WINDOW: '1',
-    });
+    }, undefined, { clock });
     store = new S3ObjectStore(s3.storeOptions(bucket));
     ({ apiKey } = await t.account());
   });
@@ -79,21 +81,19 @@ describe('faults: the store applies a cut PutObject after the clean-up deleted i
     expect(await bucketKeys(), 'the clean-up found nothing to delete').to.deep.equal([]);
   }
 
-  /** Polls until the late-write window (STORE_LATE_WRITE_WINDOW, 1 s here) has passed since `from`. */
-  async function windowPassed(from: number): Promise<void> {
-    const until = from + 1000;
-    expect(await eventually(async () => Date.now(), (now) => now > until, 10_000)).to.be.above(until);
+  /** Moves the server's clock past the late-write window (STORE_LATE_WRITE_WINDOW, 1 s here) of an upload already answered. */
+  function windowPassed(): void {
+    clock.advance(1100);
   }
 
   it('when the store applies the cut PutObject after the DeleteObject, then the upload\'s record still names the key, and one sweep after the late-write window leaves nothing', async () => {
     await cutUpload();
-    const answered = Date.now();
     // The store resumes and runs the queued write.
     expect(await proxy.release()).to.deep.equal([200]);
     const [key] = await bucketKeys();
     expect(await store.head(key!)).to.deep.equal({ size: SIZE });
 
-    await windowPassed(answered);
+    windowPassed();
     const swept = await t.admin('POST', '/admin/gc', {});
     expect(await bucketKeys()).to.deep.equal([]);
     // Found by the upload's record, not by the walk over the bucket (the object is younger than GC_GRACE).
@@ -103,7 +103,7 @@ describe('faults: the store applies a cut PutObject after the clean-up deleted i
 
   it('when the store applies it only after the late-write window, then `gc --check` lists the object no file or record names, leaving it, and a sweep removes it once it is older than the grace period', async () => {
     await cutUpload();
-    await windowPassed(Date.now());
+    windowPassed();
     expect(await t.admin('POST', '/admin/gc', {})).to.deep.include({ failed: 0 });
     expect(await records()).to.deep.equal([]);
     // Later than anyone waited: no record names the object any more.

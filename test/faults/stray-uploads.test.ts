@@ -12,7 +12,8 @@ import { LocalObjectStore } from '../../src/storage/local.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { BOUNDARY } from '../helpers/multipart.js';
-import { eventually, sleep, startRawUpload, writeBytes } from '../helpers/raw-upload.js';
+import { testClock, type TestClock } from '../helpers/clock.js';
+import { eventually, startRawUpload, writeBytes } from '../helpers/raw-upload.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { allOpenUploads, startTestS3, type TestS3 } from '../helpers/test-s3.js';
 
@@ -23,6 +24,8 @@ const HEARTBEAT_MS = 300;
 
 interface Setup {
   t: TestServer;
+  /** The server's clock: moved past the grace period instead of waiting for it. */
+  clock: TestClock;
   store: ObjectStore;
   /** An open upload in the store that no record knows of, started `ageMs` ago; returns its upload id. */
   stray(ageMs: number, key?: string): Promise<string>;
@@ -31,10 +34,12 @@ interface Setup {
 
 const setups: Record<string, () => Promise<Setup>> = {
   async local() {
-    const t = await startTestServer('pglite', { GC_INTERVAL: '0', SHUTDOWN_TIMEOUT: '1' }, undefined, { uploadHeartbeatMs: HEARTBEAT_MS });
+    const clock = testClock();
+    const t = await startTestServer('pglite', { GC_INTERVAL: '0', SHUTDOWN_TIMEOUT: '1' }, undefined, { uploadHeartbeatMs: HEARTBEAT_MS, clock });
     const store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
     return {
       t,
+      clock,
       store,
       async stray(ageMs) {
         const uploadId = crypto.randomUUID();
@@ -49,14 +54,17 @@ const setups: Record<string, () => Promise<Setup>> = {
     };
   },
   async s3() {
+    const clock = testClock();
     const s3: TestS3 = await startTestS3();
     const bucket = s3.bucket('strays');
     const t = await startTestServer('pglite', { ...s3.env(bucket), S3_PART_SIZE: String(5 * MiB), GC_INTERVAL: '0', SHUTDOWN_TIMEOUT: '1' }, undefined, {
       uploadHeartbeatMs: HEARTBEAT_MS,
+      clock,
     });
     const store = new S3ObjectStore(s3.storeOptions(bucket));
     return {
       t,
+      clock,
       store,
       // A store sets the start time itself: "old" ones are made old by asking with a shorter grace.
       async stray(_ageMs, key = newStorageKey()) {
@@ -110,10 +118,12 @@ for (const [name, setup] of Object.entries(setups)) {
       const record = () => s.t.server.db.prisma.pendingObject.findFirstOrThrow({ where: { reason: 'upload' } });
       const { createdAt } = await record();
       // Older than the grace period the sweep is given below; the client sends nothing meanwhile.
-      await sleep(2100);
-      // Only the upload's own heartbeat can have made its record fresh.
-      expect(Date.now() - (await record()).touchedAt.getTime()).to.be.below(1000 + HEARTBEAT_MS);
-      expect(Date.now() - createdAt.getTime()).to.be.at.least(2100);
+      s.clock.advance(2100);
+      const moved = s.clock().getTime();
+      // Only the upload's own heartbeat can make its record fresh at the moved time.
+      const touched = await eventually(async () => (await record()).touchedAt.getTime(), (at) => at >= moved, 5_000);
+      expect(s.clock().getTime() - touched).to.be.below(1000 + HEARTBEAT_MS);
+      expect(s.clock().getTime() - createdAt.getTime()).to.be.at.least(2100);
       expect(await s.t.admin('POST', '/admin/gc', { grace_seconds: 2 })).to.deep.include({ uploads: 0, strays: 0, failed: 0 });
       req.end(`\r\n--${BOUNDARY}--\r\n`);
       const res = await outcome;

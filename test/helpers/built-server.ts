@@ -6,7 +6,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type Koa from 'koa';
 import { inject, type InjectOptions } from 'light-my-request';
-import { buildServer, type BuiltServer } from '../../src/server.js';
+import { buildServer, type BuiltServer, type ServerOptions } from '../../src/server.js';
 import { callWith, type ApiResponse } from './client.js';
 import type { Backend } from './databases.js';
 import { PUBLIC_URL, prepareTestServer, ROOMY_PLAN, ROOMY_PLAN_FIELDS } from './server.js';
@@ -50,11 +50,11 @@ async function injectFetch(app: Koa, url: string, init: RequestInit = {}): Promi
   return new Response(empty ? null : new Uint8Array(res.rawPayload), { status: res.statusCode, headers: responseHeaders(res.headers) });
 }
 
-export async function buildTestServer(backend: Backend, env: Record<string, string> = {}): Promise<BuiltTestServer> {
+export async function buildTestServer(backend: Backend, env: Record<string, string> = {}, options?: ServerOptions): Promise<BuiltTestServer> {
   const { config, logger, cleanUp } = await prepareTestServer(backend, env);
   let built: BuiltServer;
   try {
-    built = await buildServer(config, logger);
+    built = await buildServer(config, logger, options);
   } catch (err) {
     await cleanUp();
     throw err;

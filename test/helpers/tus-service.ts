@@ -1,6 +1,7 @@
 // A ResumableUploads wired as the composition root wires it (src/server.ts):
-// records and locker over one ledger, for tests that drive the service
+// records, locker and intake over one ledger and one clock, for tests that drive the service
 // directly with their own timers, store or removal steps.
+import { systemClock, type Clock } from '../../src/clock.js';
 import { ResumableRecords } from '../../src/tus/records.js';
 import { ResumableUploads, type ResumableOptions } from '../../src/tus/uploads.js';
 import { UploadLocker } from '../../src/tus/locker.js';
@@ -13,15 +14,15 @@ export interface TusServiceOptions extends Partial<Omit<ResumableOptions, 'intak
   /** The locker's: how long a lock holds unless renewed, how long a newcomer waits for the holder, and the clock. */
   leaseMs?: number;
   takeoverMs?: number;
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 export function tusService(prisma: PrismaClient, store: ObjectStore, options: TusServiceOptions = {}): ResumableUploads {
-  const { leaseMs = 30_000, takeoverMs = 10_000, clock = () => new Date(), ...rest } = options;
-  const ledger = new UploadLedger(prisma);
+  const { leaseMs = 30_000, takeoverMs = 10_000, clock = systemClock, ...rest } = options;
+  const ledger = new UploadLedger(prisma, { clock });
   const records = new ResumableRecords(prisma, ledger);
   const onCleanupError = rest.onCleanupError ?? (() => {});
   const locker = new UploadLocker(records, { leaseMs, takeoverMs, clock, onError: onCleanupError });
-  const intake = new Intake({ prisma, store, ledger, onCleanupError });
+  const intake = new Intake({ prisma, store, ledger, onCleanupError, clock });
   return new ResumableUploads({ intake, records, locker, expirySeconds: 3600, ...rest, onCleanupError });
 }

@@ -8,6 +8,7 @@ import { call, type ApiResponse } from './client.js';
 import { eventually } from './raw-upload.js';
 import type { Backend } from './databases.js';
 import { startTestServer, type TestServer } from './server.js';
+import type { ServerOptions } from '../../src/server.js';
 import { allOpenUploads, type TestS3 } from './test-s3.js';
 
 const MiB = 1024 * 1024;
@@ -114,9 +115,9 @@ async function s3Leftovers(store: S3ObjectStore): Promise<string[]> {
 }
 
 /** A server on `backend` with `store`; `leftovers()` lists what the store holds of unfinished uploads. */
-export async function tusServer(backend: Backend, store: StoreKind, s3: () => TestS3, env: Record<string, string> = {}) {
+export async function tusServer(backend: Backend, store: StoreKind, s3: () => TestS3, env: Record<string, string> = {}, options?: ServerOptions) {
   const bucket = store === 's3' ? s3().bucket('tus') : '';
-  const t = await startTestServer(backend, { ...(store === 's3' ? { ...s3().env(bucket), S3_PART_SIZE: String(5 * MiB) } : {}), ...env });
+  const t = await startTestServer(backend, { ...(store === 's3' ? { ...s3().env(bucket), S3_PART_SIZE: String(5 * MiB) } : {}), ...env }, undefined, options);
   const inspect = store === 's3' ? new S3ObjectStore(s3().storeOptions(bucket, { partsInFlight: 1 })) : undefined;
   return {
     t,

@@ -16,8 +16,9 @@ import { chromium } from 'playwright-core';
 import { slackOf } from '../../src/links/links.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { call, upload } from '../helpers/client.js';
+import { testClock } from '../helpers/clock.js';
 import { backends } from '../helpers/databases.js';
-import { eventually, sleep } from '../helpers/raw-upload.js';
+import { eventually } from '../helpers/raw-upload.js';
 import { freshPrefix, redisUrl } from '../helpers/redis.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
@@ -50,9 +51,11 @@ for (const backend of backends) {
     this.timeout(60_000);
     let t: TestServer;
     let key: string;
+    // Moved past a file's expiry instead of waiting for it.
+    const clock = testClock();
 
     before(async () => {
-      t = await startTestServer(backend, { LINK_FAILURE_LIMIT: '4' });
+      t = await startTestServer(backend, { LINK_FAILURE_LIMIT: '4' }, undefined, { clock });
     });
     after(() => t?.close());
     beforeEach(async () => {
@@ -62,7 +65,7 @@ for (const backend of backends) {
     it('when the file has expired, then its link answers 410 link_expired as JSON, GET and HEAD', async () => {
       const file = await uploadWith(t, key, 'short-lived', { expires_in: '1' });
       expect((await curl(t.url(file.public_link))).status).to.equal(200);
-      await sleep(1100);
+      clock.advance(1100);
       const res = await call(t.url(file.public_link));
       expect(res.status).to.equal(410);
       expect(res.body).to.deep.equal({ success: false, error: { code: 'link_expired', message: 'This link has expired' } });

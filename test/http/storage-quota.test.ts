@@ -14,8 +14,9 @@ import { newStorageKey } from '../../src/files/record.js';
 import { StorageQuota } from '../../src/ledger/storage-quota.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { call, upload, uploadFile } from '../helpers/client.js';
+import { testClock } from '../helpers/clock.js';
 import { backends } from '../helpers/databases.js';
-import { sleep, startRawUpload, writeBytes } from '../helpers/raw-upload.js';
+import { startRawUpload, writeBytes } from '../helpers/raw-upload.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 import { create, metadata, patch, terminate, uploadUrl } from '../helpers/tus.js';
@@ -178,7 +179,8 @@ describe('the sweep deletes expired files', function () {
     for (const store of ['local', 's3'] as const) {
       it(`when a file has expired and the sweep runs (${backend}, ${store} store), then the file, its object, its links and its bytes in /stats are gone`, async () => {
         const bucket = s3.bucket(`expiry-${backend}`);
-        const t = await startTestServer(backend, { GC_INTERVAL: '0', ...(store === 's3' ? s3.env(bucket) : {}) });
+        const clock = testClock();
+        const t = await startTestServer(backend, { GC_INTERVAL: '0', ...(store === 's3' ? s3.env(bucket) : {}) }, undefined, { clock });
         const objects = async () => {
           if (store === 'local') return (await t.objects()).length;
           const reader = new S3ObjectStore(s3.storeOptions(bucket));
@@ -190,10 +192,13 @@ describe('the sweep deletes expired files', function () {
         };
         try {
           const { apiKey } = await t.account();
+          // An hour ahead of the wall clock: expires_in counts from the server's clock, so the file lives its second from there.
+          clock.advance(3_600_000);
           const kept = (await uploadFile(t.server.url, apiKey, 'kept.txt', 'kept')).body;
           const short = (await upload(t.server.url, apiKey, [{ name: 'expires_in', content: '1' }, { name: 'file', filename: 'short.txt', content: 'x'.repeat(1000) }])).body;
           expect(await objects()).to.equal(2);
-          await sleep(1100);
+          expect((await call(t.url(short.public_link))).status, 'not expired before its second').to.equal(200);
+          clock.advance(1100);
           expect((await call(t.url(short.public_link))).body.error.code).to.equal('link_expired');
           const swept = await t.admin('POST', '/admin/gc', { grace_seconds: 3600 });
           expect(swept).to.include({ expired: 1, deletes: 1, failed: 0 });

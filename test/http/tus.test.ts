@@ -5,7 +5,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { call } from '../helpers/client.js';
-import { eventually, sleep } from '../helpers/raw-upload.js';
+import { eventually } from '../helpers/raw-upload.js';
+import { testClock } from '../helpers/clock.js';
 import { backends } from '../helpers/databases.js';
 import type { TestServer } from '../helpers/server.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
@@ -329,8 +330,9 @@ describe('resumable uploads (tus)', () => {
       this.timeout(30_000);
       for (const store of ['local', 's3'] as const) {
         it(`when an unfinished upload expires (${store} store), then the sweep removes its bytes and records and gives its slot back`, async () => {
-          // 2 s: the 6 MiB PATCH must end before the upload expires, also on a loaded machine.
-          const server = await tusServer(backend, store, () => s3, { RESUMABLE_EXPIRY: '2', GC_INTERVAL: '0' });
+          // The clock is moved past the expiry once the PATCH has ended, so a loaded machine cannot make it expire sooner.
+          const clock = testClock();
+          const server = await tusServer(backend, store, () => s3, { RESUMABLE_EXPIRY: '60', GC_INTERVAL: '0' }, { clock });
           try {
             const { t } = server;
             await t.plan('tus-one', { api_access: true, requests_per_minute: 1000, requests_per_day: 1000, max_file_size: 8 * MiB, daily_uploads: 1 });
@@ -340,7 +342,7 @@ describe('resumable uploads (tus)', () => {
             // What the sweep must remove: the temp file, or on S3 the multipart upload and the tail object with the 1 MiB past its part.
             expect(await server.leftovers()).to.have.length(store === 'local' ? 1 : 2);
             expect((await create(t.server.url, apiKey, { length: 1 })).body.error.code).to.equal('daily_upload_limit');
-            await sleep(2200);
+            clock.advance(61_000);
             expect((await head(url, apiKey)).status).to.equal(404);
             expect(await t.admin('POST', '/admin/gc', {})).to.deep.include({ uploads: 1, failed: 0 });
             expect(await server.leftovers()).to.deep.equal([]);
