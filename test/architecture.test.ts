@@ -12,12 +12,12 @@ const LAYERS: Record<string, string[]> = {
   'listening (a built server on its ports)': ['start', 'connection-cap', 'listener'],
   'the composition root': ['server'],
   'the Koa apps': ['app'],
-  'HTTP: routes and middleware': ['http'],
+  'HTTP: routes and middleware, and the API\'s description built from their schemas': ['http', 'openapi'],
   'features: file requests, tus, plain uploads, files, links': ['requests', 'tus', 'uploads', 'files', 'links'],
   'what features stand on: keys and plans, the outbox, limits': ['accounts', 'webhooks', 'limits'],
   'the ledgers: the upload ledger (pending_objects, daily_uploads, reserved_bytes), the audit trail': ['ledger', 'audit'],
   'services: stores, the database, notices between instances, metrics, closers, memory tuning': ['storage', 'db', 'notices', 'metrics', 'closers', 'memory'],
-  'foundations': ['config', 'admin-token', 'data-dir', 'errors', 'error-codes', 'wire-date', 'client-key', 'utc-day', 'make-dir', 'startup-error', 'log-format', 'log-throttle', 'open-files', 'version'],
+  'foundations': ['config', 'admin-token', 'data-dir', 'errors', 'error-codes', 'wire-date', 'client-key', 'utc-day', 'wire-schemas', 'make-dir', 'startup-error', 'log-format', 'log-throttle', 'open-files', 'version'],
 };
 
 /** Process-wide tuning (V8 flags, libc): started by the command that runs the server, nothing else. */

@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import { z } from 'zod';
 import type { AccountService } from '../accounts/service.js';
 import { AppError, badRequest } from '../errors.js';
 import type { FileService } from '../files/service.js';
@@ -8,6 +7,7 @@ import type { PlainUploads } from '../uploads/service.js';
 import type { UploadGate } from '../limits/upload-gate.js';
 import type { ConcurrencySlots } from '../limits/concurrent-uploads.js';
 import { MAX_FILE_ID } from '../files/file-rows.js';
+import { fileIdParam } from '../files/schemas.js';
 import type { BodyRateOptions } from './body-rate.js';
 import { apiGuard, type AuthState } from './auth.js';
 import { scopedGuard, unscoped } from './scoped.js';
@@ -63,11 +63,8 @@ export interface ApiDeps {
   audit?: { trail: AuditTrail; fullAddresses: boolean };
 }
 
-/** File ids are drawn from 1..MAX_FILE_ID (src/files/file-rows.ts): ten digits at most. */
-const fileId = z.string().regex(/^[0-9]{1,10}$/).transform(Number).pipe(z.number().int().min(1).max(MAX_FILE_ID));
-
 function parseFileId(raw: string): number {
-  const result = fileId.safeParse(raw);
+  const result = fileIdParam.safeParse(raw);
   if (!result.success) throw badRequest('invalid_file_id', `file_id must be an integer from 1 to ${MAX_FILE_ID}`);
   return result.data;
 }
