@@ -12,7 +12,7 @@ const LAYERS: Record<string, string[]> = {
   'listening (a built server on its ports)': ['start', 'connection-cap', 'listener'],
   'the composition root': ['server'],
   'the Koa apps: the public app, the versioned API it mounts, the admin app': ['app', 'api', 'admin'],
-  'pages and probes: the home page, the docs, the web app, health': ['pages', 'health'],
+  'pages, probes and the description of the API: the home page, the docs, the web app, health, the OpenAPI document built from the features\' schemas': ['pages', 'health', 'openapi'],
   'transports: tus, plain uploads, each with its routes': ['tus', 'uploads'],
   'the intake: where every upload opens and becomes a file': ['intake'],
   'features, each with its routes: file requests, files, downloads, links, keys, webhooks, the audit trail': ['requests', 'files', 'downloads', 'links', 'keys', 'webhooks', 'trail'],
@@ -20,7 +20,7 @@ const LAYERS: Record<string, string[]> = {
   'what features stand on: accounts and plans, limits': ['accounts', 'limits'],
   'the ledgers: the upload ledger (pending_objects, daily_uploads, reserved_bytes), the audit trail': ['ledger', 'audit'],
   'services: stores, the database, notices between instances, metrics, closers, memory tuning': ['storage', 'db', 'notices', 'metrics', 'closers', 'memory'],
-  'foundations': ['config', 'admin-token', 'data-dir', 'errors', 'error-codes', 'wire-date', 'client-key', 'utc-day', 'clock', 'make-dir', 'startup-error', 'log-format', 'log-throttle', 'open-files', 'version'],
+  'foundations': ['config', 'admin-token', 'data-dir', 'errors', 'error-codes', 'wire-date', 'client-key', 'utc-day', 'clock', 'wire-schemas', 'make-dir', 'startup-error', 'log-format', 'log-throttle', 'open-files', 'version'],
 };
 
 /** Process-wide tuning (V8 flags, libc): started by the command that runs the server, nothing else. */

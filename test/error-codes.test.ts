@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
 import { ERROR_CODES, ERROR_CODE_NAMES, statusOf, type ErrorCode } from '../src/error-codes.js';
 import { AppError } from '../src/errors.js';
-import { openApiDocument, type Operation, type Response } from '../src/http/openapi.js';
+import { openApiDocument, type Operation, type Response } from '../src/openapi/document.js';
 
 const ERRORS_PAGE = new URL('../docs/errors.md', import.meta.url);
 const isCode = (name: string): name is ErrorCode => Object.hasOwn(ERROR_CODES, name);

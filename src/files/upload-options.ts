@@ -4,6 +4,7 @@
 // Upload-Metadata, and as the JSON of POST /files/{id}/links; values are
 // strings from the first two and JSON values from the last, checked alike.
 import { badRequest } from '../errors.js';
+import { MAX_INT32 } from '../wire-schemas.js';
 import { hashPassword } from '../links/link-password.js';
 import type { LinkRules } from '../links/links.js';
 
@@ -14,7 +15,7 @@ export type OptionName = (typeof OPTION_NAMES)[number];
 export const isOptionName = (name: string): name is OptionName => (OPTION_NAMES as readonly string[]).includes(name);
 
 /** The largest expires_in and max_downloads: PostgreSQL's integer (68 years of seconds). */
-export const MAX_OPTION_INT = 2 ** 31 - 1;
+export const MAX_OPTION_INT = MAX_INT32;
 export const MAX_PASSWORD_LENGTH = 256;
 
 export interface UploadOptions {

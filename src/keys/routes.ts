@@ -1,11 +1,11 @@
 // The account's API keys, as the owner manages them (issue 57): make one,
 // list them, revoke one. Under /api/v1, each route needing keys:write.
 import Router from '@koa/router';
-import { z } from 'zod';
 import type { ApiKeys, KeySummary, NewKey } from './api-keys.js';
 import { normalCidr } from '../accounts/cidr.js';
 import { accountErrors } from '../accounts/errors.js';
 import { FULL, SCOPES, isScope, type Scope } from '../accounts/scopes.js';
+import { MAX_KEY_CIDRS, MAX_KEY_NAME_LENGTH, newKeySchema, type KeyAnswer } from '../accounts/key-schemas.js';
 import { normalName, unshowable } from '../files/filename.js';
 import { MAX_OPTION_INT } from '../files/upload-options.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
@@ -19,17 +19,7 @@ export interface KeyRouteDeps {
   bodyTimeoutMs: number;
 }
 
-export const MAX_KEY_NAME_LENGTH = 100;
-export const MAX_KEY_CIDRS = 20;
-
 const invalid = (message: string) => accountErrors.invalidKeyRequest(message);
-
-const newKey = z.strictObject({
-  name: z.string(),
-  scopes: z.array(z.string()).min(1).max(SCOPES.length),
-  expires_in: z.number().int().min(1).max(MAX_OPTION_INT).optional(),
-  allowed_cidrs: z.array(z.string().max(64)).max(MAX_KEY_CIDRS).optional(),
-});
 
 const WANTED: Record<string, string> = {
   name: `a string of 1 to ${MAX_KEY_NAME_LENGTH} characters`,
@@ -40,7 +30,7 @@ const WANTED: Record<string, string> = {
 
 export function parseNewKey(body: unknown): NewKey {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('the body must be a JSON object');
-  const result = newKey.safeParse(body);
+  const result = newKeySchema.safeParse(body);
   if (!result.success) {
     const issue = result.error.issues[0]!;
     if (issue.code === 'unrecognized_keys') throw invalid(`unknown field "${issue.keys[0]!.slice(0, 64)}": a key takes ${Object.keys(WANTED).join(', ')}`);
@@ -65,10 +55,10 @@ export function parseNewKey(body: unknown): NewKey {
   return { name, scopes, expiresIn, allowedCidrs: allowedCidrs && [...new Set(allowedCidrs)] };
 }
 
-export const presentKey = (key: KeySummary) => ({
+export const presentKey = (key: KeySummary): KeyAnswer => ({
   key_id: key.id,
   name: key.name,
-  scopes: key.full ? [FULL] : key.scopes,
+  scopes: (key.full ? [FULL] : key.scopes) as KeyAnswer['scopes'],
   prefix: key.prefix,
   created_at: formatDate(key.createdAt),
   expires_at: formatOptionalDate(key.expiresAt),

@@ -59,7 +59,7 @@ export function docsRoutes(publicUrl: string) {
   const dir = swaggerUiDir();
 
   router.get(OPENAPI_PATH, async (ctx) => {
-    document ??= JSON.stringify((await import('../http/openapi.js')).openApiDocument(publicUrl));
+    document ??= JSON.stringify((await import('../openapi/document.js')).openApiDocument(publicUrl));
     ctx.type = 'application/json';
     ctx.body = document;
   });

@@ -1,11 +1,11 @@
 // The account's file requests (issue 45): create, list, get (with the files
 // received), close. Under /api/v1, behind the same guard as every route.
-// The outsider's side is request-link-routes.ts.
+// The outsider's side is link-routes.ts. The body's schema and the
+// answer's are schemas.ts's, which the OpenAPI document states.
 import Router from '@koa/router';
-import { z } from 'zod';
-import { normalName, unshowable } from '../files/filename.js';
 import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
 import { requestErrors } from './errors.js';
+import { MAX_REQUEST_FILES, MAX_TITLE_LENGTH, newRequestSchema, type FileRequestAnswer } from './schemas.js';
 import type { FileRequest, FileRequests, NewFileRequest } from './service.js';
 import type { AuthState } from '../http/auth.js';
 import type { Need } from '../http/scoped.js';
@@ -21,38 +21,9 @@ export interface RequestRouteDeps {
   bodyTimeoutMs: number;
 }
 
-/** The most files one request may ask for. */
-export const MAX_REQUEST_FILES = 10_000;
-
-/** The most characters (code points) of a title. */
-export const MAX_TITLE_LENGTH = 200;
-
-/**
- * A title is shown to outsiders on the upload page and to the owner in every
- * listing, as a filename is: the filename rules apply (src/files/filename.ts:
- * no control, bidirectional or invisible characters, not blank), so NUL (a
- * 500 from PostgreSQL before), U+202E and CR/LF are refused with 400.
- */
-const title = z
-  .string()
-  .transform(normalName)
-  .superRefine((text, ctx) => {
-    const problem = unshowable(text, 'the title') ?? ([...text].length > MAX_TITLE_LENGTH ? `longer than ${MAX_TITLE_LENGTH} characters` : undefined);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  });
-
-const newRequest = z.strictObject({
-  title: title.optional(),
-  // null: explicitly no limit; absent: the default (service.ts, REQUEST_DEFAULTS).
-  max_files: z.number().int().min(1).max(MAX_REQUEST_FILES).nullable().optional(),
-  max_file_size: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
-  expires_in: z.number().int().min(1).max(MAX_OPTION_INT).nullable().optional(),
-  password: z.string().min(1).refine((p) => [...p].length <= MAX_PASSWORD_LENGTH).optional(),
-});
-
 function parseNewRequest(body: unknown): NewFileRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw requestErrors.invalid('the body must be a JSON object');
-  const result = newRequest.safeParse(body);
+  const result = newRequestSchema.safeParse(body);
   if (!result.success) {
     const issue = result.error.issues[0]!;
     if (issue.code === 'unrecognized_keys') throw requestErrors.invalid(`unknown field "${issue.keys[0]!.slice(0, 64)}"`);
@@ -74,7 +45,7 @@ function parseNewRequest(body: unknown): NewFileRequest {
 /** The upload link of a request: PUBLIC_URL/r/<token>. */
 export const uploadLink = (publicUrl: string, token: string) => `${publicUrl}/r/${token}`;
 
-export const presentRequest = (request: FileRequest, publicUrl: string) => ({
+export const presentRequest = (request: FileRequest, publicUrl: string): FileRequestAnswer => ({
   request_id: request.id,
   title: request.title,
   upload_link: uploadLink(publicUrl, request.token),

@@ -1,8 +1,8 @@
 // GET /api/v1/audit (issue 57): the account's audit trail, newest first,
 // paged as every list is, filtered by action and time; needs audit:read.
 import Router from '@koa/router';
-import { z } from 'zod';
 import { AUDIT_ACTIONS } from '../audit/actions.js';
+import { auditFilterQuery, type AuditEventAnswer } from '../audit/schemas.js';
 import type { AuditEntry, AuditTrail } from './trail.js';
 import { badRequest } from '../errors.js';
 import { formatDate } from '../wire-date.js';
@@ -10,17 +10,9 @@ import type { AuthState } from '../http/auth.js';
 import { pagination, parseListQuery } from '../http/list-query.js';
 import type { Need } from '../http/scoped.js';
 
-const time = z.union([z.iso.datetime({ offset: true }), z.iso.date()]).transform((text) => new Date(text));
-
-const filterQuery = z.object({
-  action: z.enum(AUDIT_ACTIONS).optional(),
-  since: time.optional(),
-  until: time.optional(),
-});
-
 function parseFilter(query: Record<string, unknown>) {
   const { page: _page, limit: _limit, ...rest } = query;
-  const result = filterQuery.safeParse(rest);
+  const result = auditFilterQuery.safeParse(rest);
   if (!result.success) {
     const field = String(result.error.issues[0]?.path[0] ?? 'action');
     throw badRequest('invalid_parameter', field === 'action' ? `action must be one of ${AUDIT_ACTIONS.join(', ')}` : `${field} must be an ISO 8601 date or time (2026-11-29, 2026-11-29T10:00:00Z)`);
@@ -28,10 +20,11 @@ function parseFilter(query: Record<string, unknown>) {
   return result.data;
 }
 
-export const presentAuditEntry = (entry: AuditEntry) => ({
-  action: entry.action,
+export const presentAuditEntry = (entry: AuditEntry): AuditEventAnswer => ({
+  // The columns are written from AUDIT_ACTIONS and the actor kinds only (src/audit/).
+  action: entry.action as AuditEventAnswer['action'],
   subject: entry.subject,
-  actor: entry.actor,
+  actor: entry.actor as AuditEventAnswer['actor'],
   key_id: entry.keyPublicId,
   key_name: entry.keyName,
   request_id: entry.requestId,

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { expect } from 'chai';
-import { openApiDocument, type Operation, type Ref, type Response, type Schema } from '../../src/http/openapi.js';
+import { openApiDocument, type Operation, type Ref, type Response, type Schema } from '../../src/openapi/document.js';
 import { backends } from '../helpers/databases.js';
 import { call, upload, uploadFile, type ApiResponse } from '../helpers/client.js';
 import { eventually } from '../helpers/raw-upload.js';

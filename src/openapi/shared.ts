@@ -1,15 +1,28 @@
-// What the OpenAPI description of the API (openapi.ts) and of its tus routes
-// (openapi-tus.ts) both build with: the document's types, schema helpers and
-// the responses many operations share. Both import it; it imports neither.
-
-import { type ErrorCode } from '../error-codes.js';
+// What every part of the OpenAPI description (document.ts and the files
+// beside it) builds with: the document's types, the Error schema, and the
+// responses many operations share. Every part imports it; it imports none.
+//
+// The document is written in zod-openapi's input form: a plain OpenAPI 3.1
+// object in which any schema may be a zod schema. The request and answer
+// schemas are the ones the routes validate with and the presenters are typed
+// by (src/*/schemas.ts, src/wire-schemas.ts); what zod cannot say (which
+// error codes an operation answers, headers, security) is written here.
+import { z } from 'zod';
+import { ERROR_CODE_NAMES, ERROR_CODES, type ErrorCode } from '../error-codes.js';
+import { fileSchema, uploadAnswerSchema } from '../files/schemas.js';
+import { linkSchema } from '../links/schemas.js';
+import { fileRequestSchema } from '../requests/schemas.js';
 
 /** A JSON Schema (2020-12, the OpenAPI 3.1 dialect), kept loose on purpose. */
 export type Schema = { [keyword: string]: unknown };
+/** Where the document takes a schema: a zod schema (rendered by zod-openapi) or JSON Schema as written. */
+export type AnySchema = Schema | z.ZodType;
 export type Ref = { $ref: string };
 export interface Header { description: string; schema: Schema }
 export interface Parameter { name: string; in: 'path' | 'query' | 'header'; required?: boolean; description: string; schema: Schema }
-export interface MediaType { schema?: Schema; encoding?: Record<string, { contentType: string }> }
+/** zod objects whose fields are parameters (each field's `.meta({ param })` names and describes it): zod-openapi's input form. */
+export interface RequestParams { path?: z.ZodObject; query?: z.ZodObject }
+export interface MediaType { schema?: AnySchema; encoding?: Record<string, { contentType: string }> }
 export interface Response { description: string; headers?: Record<string, Ref>; content?: Record<string, MediaType> }
 export interface Operation {
   operationId: string;
@@ -18,12 +31,13 @@ export interface Operation {
   tags: string[];
   security: Array<Record<string, string[]>>;
   parameters?: Array<Parameter | Ref>;
+  requestParams?: RequestParams;
   requestBody?: { required: boolean; content: Record<string, MediaType> };
   responses: Record<string, Response | Ref>;
 }
 export interface PathItem {
   servers?: Array<{ url: string; description?: string }>;
-  parameters?: Array<Parameter | Ref>;
+  parameters?: Array<Parameter | Ref | z.ZodType>;
   get?: Operation;
   post?: Operation;
   delete?: Operation;
@@ -48,8 +62,19 @@ export interface OpenApiDocument {
   };
 }
 
+/** The document as written here (zod-openapi's input): its component schemas and parameters may be zod schemas. */
+export type DocumentInput = Omit<OpenApiDocument, 'components'> & {
+  components: Omit<OpenApiDocument['components'], 'schemas' | 'parameters'> & { schemas: Record<string, AnySchema>; parameters: Record<string, Parameter | z.ZodType> };
+};
+
+/** The answers' schemas of one document: each built once, so that every use of one becomes a $ref to its component. */
+export function answerSchemas(publicUrl: string) {
+  return { file: fileSchema(publicUrl), link: linkSchema(publicUrl), request: fileRequestSchema(publicUrl), upload: uploadAnswerSchema(publicUrl) };
+}
+export type AnswerSchemas = ReturnType<typeof answerSchemas>;
+
 export const ref = (kind: keyof OpenApiDocument['components'], name: string): Ref => ({ $ref: `#/components/${kind}/${name}` });
-export const json = (schema: Schema) => ({ 'application/json': { schema } });
+export const json = (schema: AnySchema) => ({ 'application/json': { schema } });
 export const object = (properties: Record<string, Schema>, description?: string): Schema => ({
   type: 'object',
   ...(description ? { description } : {}),
@@ -57,11 +82,7 @@ export const object = (properties: Record<string, Schema>, description?: string)
   additionalProperties: false,
   properties,
 });
-export const count = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description });
-export const bytes = (description: string): Schema => ({ type: 'integer', format: 'int64', minimum: 0, description: `${description}, in bytes` });
-export const ok: Schema = { type: 'boolean', const: true };
 export const codes = (...names: ErrorCode[]) => names.map((c) => `\`${c}\``).join(', ');
-export const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 export const API_KEY = [{ bearerAuth: [] }];
 
@@ -97,27 +118,7 @@ export const uploadTooMany = error(
   { 'Retry-After': ref('headers', 'Retry-After') },
 );
 
-export const success = (description: string, schema: Schema): Response => ({ description, headers: rateHeaders, content: json(schema) });
-
-/** The six fields of a file record; the upload response reuses four of them. */
-export const fileFields = (publicUrl: string) => ({
-  file_id: { type: 'integer', minimum: 1, description: 'Identifier of the file; used in paths.' },
-  filename: { type: 'string', minLength: 1, maxLength: 255, description: 'Name of the uploaded file (last path segment, NFC, at most 255 bytes of UTF-8).' },
-  size: bytes('Size of the file'),
-  upload_date: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: 'Upload time in UTC, `YYYY-MM-DD HH:MM:SS`.', examples: ['2026-11-21 23:24:04'] },
-  download_count: count('Completed whole-file downloads.'),
-  public_link: { type: 'string', format: 'uri', pattern: `^${escapeRegExp(publicUrl)}/download/[A-Za-z0-9_-]+$`, description: 'Public download URL (the file\'s primary link); the link is the credential.' },
-  expires_at: optionalDate('When the file expires (the upload\'s `expires_in`): from then on every link to it answers 410 `link_expired`, and the sweeper deletes it. Null: it never expires.'),
-  request_id: { type: ['string', 'null'], description: 'The file request it came through (`/requests/{request_id}`); null for the account\'s own uploads.' },
-}) satisfies Record<string, Schema>;
-
-/** A spec date (UTC) or null. */
-export const optionalDate = (description: string): Schema => ({
-  type: ['string', 'null'],
-  pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$',
-  description: `${description} \`YYYY-MM-DD HH:MM:SS\`, UTC.`,
-  examples: ['2026-12-01 08:00:00', null],
-});
+export const success = (description: string, schema: AnySchema): Response => ({ description, headers: rateHeaders, content: json(schema) });
 
 /** The upload options (multipart fields, tus Upload-Metadata keys), as schemas. */
 export const uploadOptionFields = {
@@ -125,3 +126,25 @@ export const uploadOptionFields = {
   max_downloads: { type: 'integer', minimum: 1, maximum: 2147483647, description: 'Complete downloads the primary link serves (a byte budget of `max_downloads` x size; ranges count their bytes). Bad: 400 `invalid_max_downloads`.' },
   password: { type: 'string', minLength: 1, maxLength: 256, description: 'The primary link asks for it with HTTP Basic authentication (any user name); stored only as a salted scrypt hash. Bad: 400 `invalid_password`.' },
 } satisfies Record<string, Schema>;
+
+/** Every registered code with its status and meaning, by status: a Markdown list. */
+const codeList = () =>
+  [...ERROR_CODE_NAMES]
+    .sort((a, b) => ERROR_CODES[a].status - ERROR_CODES[b].status)
+    .map((code) => `- ${ERROR_CODES[code].status} ${codes(code)}: ${ERROR_CODES[code].meaning}`)
+    .join('\n');
+
+/** Every error response (src/errors.ts renders it); its codes are src/error-codes.ts's. */
+export const errorSchema = () =>
+  z
+    .strictObject({
+      success: z.literal(false),
+      error: z.strictObject({
+        code: z.enum(ERROR_CODE_NAMES).meta({
+          pattern: '^[a-z_]+$',
+          description: `Stable, machine-readable. A later version may add codes: treat one you do not know by its HTTP status.\n\n${codeList()}`,
+        }),
+        message: z.string().meta({ description: 'For people; may change at any time.' }),
+      }),
+    })
+    .meta({ description: 'Every error response. No stack trace or database text ever appears in it.' });

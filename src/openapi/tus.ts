@@ -1,23 +1,24 @@
-// The OpenAPI description of the tus routes (src/tus/routes.ts); see openapi.ts.
+// The OpenAPI description of the tus routes (src/tus/routes.ts); see document.ts.
+// The answers of GET /uploads and GET /uploads/{upload_id} are described
+// here, not yet beside their presenters (src/tus/upload-list.ts, routes.ts).
+import { z } from 'zod';
+import { bytes, ok, pageQuery, paginationSchema } from '../wire-schemas.js';
 import {
   API_KEY,
   apiErrors,
-  bytes,
   codes,
   error,
-  fileFields,
-  object,
-  ok,
   ref,
   success,
   type Header,
-  type OpenApiDocument,
+  type DocumentInput,
   type Operation,
   type Parameter,
   type PathItem,
   type Response,
   uploadTooMany,
-} from './openapi-shared.js';
+  type AnswerSchemas,
+} from './shared.js';
 import { TUS_EXTENSIONS } from '../tus/headers.js';
 
 const headerRef = (name: string) => ref('headers', name);
@@ -25,7 +26,7 @@ const parameterRef = (name: string) => ref('parameters', name);
 const bare = (description: string, headers: Response['headers']): Response => ({ description, headers });
 
 /** Adds the tus headers and parameters to the shared components. */
-export function withTus(components: OpenApiDocument['components']): OpenApiDocument['components'] {
+export function withTus(components: DocumentInput['components']): DocumentInput['components'] {
   const header = (description: string, schema: Header['schema']): Header => ({ description, schema });
   const inHeader = (name: string, description: string, schema: Parameter['schema'], required = false): Parameter => ({ name, in: 'header', required, description, schema });
   Object.assign(components.headers, {
@@ -52,8 +53,8 @@ export function withTus(components: OpenApiDocument['components']): OpenApiDocum
   return components;
 }
 
-export function tusPaths(publicUrl: string): Record<string, PathItem> {
-  const { file_id, filename } = fileFields(publicUrl);
+export function tusPaths({ file }: AnswerSchemas): Record<string, PathItem> {
+  const { file_id, filename } = file.shape;
   const tus = { 'Tus-Resumable': headerRef('Tus-Resumable') };
   const operation = (operationId: string, summary: string, description: string, extra: Partial<Operation>, responses: Operation['responses']): Operation => ({
     operationId,
@@ -70,11 +71,11 @@ export function tusPaths(publicUrl: string): Record<string, PathItem> {
   const store = error(`${codes('store_unavailable')}, or ${codes('server_busy')} (too many uploads in flight on this instance, or this account holds its share of them).`, { 'Retry-After': headerRef('Retry-After') });
 
   const uploadFields = {
-    upload_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{22}$' },
+    upload_id: z.string().regex(/^[A-Za-z0-9_-]{22}$/),
     filename,
     offset: bytes('Stored so far'),
-    length: { type: ['integer', 'null'], minimum: 0, description: 'Upload-Length; null while deferred.' },
-  } as const;
+    length: z.number().int().min(0).nullable().meta({ description: 'Upload-Length; null while deferred.' }),
+  };
 
   return {
     '/uploads': {
@@ -82,20 +83,16 @@ export function tusPaths(publicUrl: string): Record<string, PathItem> {
         'listUploads',
         'List the account\'s unfinished uploads, newest first',
         'Not part of tus: the uploads not yet files and not expired. Each holds a daily upload slot and, under `max_total_size`, the bytes it stored, until it finishes, expires (`expires_at`) or is terminated (DELETE its `url`). Paged as `GET /files`; needs no `Tus-Resumable`.',
-        { parameters: [ref('parameters', 'Page'), ref('parameters', 'Limit')] },
+        { requestParams: { query: pageQuery } },
         {
-          '200': success('One page of unfinished uploads.', object({
+          '200': success('One page of unfinished uploads.', z.strictObject({
             success: ok,
-            uploads: {
-              type: 'array',
-              maxItems: 100,
-              items: object({
-                ...uploadFields,
-                url: { type: 'string', description: 'The upload\'s URL, as `Location` gave it: PATCH to resume, DELETE to terminate.' },
-                expires_at: { type: 'string', description: 'UTC `YYYY-MM-DD HH:MM:SS`: when it expires unless written to.' },
-              }),
-            },
-            pagination: ref('schemas', 'Pagination'),
+            uploads: z.array(z.strictObject({
+              ...uploadFields,
+              url: z.string().meta({ description: 'The upload\'s URL, as `Location` gave it: PATCH to resume, DELETE to terminate.' }),
+              expires_at: z.string().meta({ description: 'UTC `YYYY-MM-DD HH:MM:SS`: when it expires unless written to.' }),
+            })).max(100),
+            pagination: paginationSchema,
           })),
           '400': error(`\`page\` or \`limit\` is not an integer in range (or is repeated): ${codes('invalid_parameter')}.`),
         },
@@ -151,13 +148,13 @@ export function tusPaths(publicUrl: string): Record<string, PathItem> {
         '412': badVersion,
       }),
       get: operation('getUpload', 'The upload and the file it became', 'Not part of tus: the upload\'s state as JSON and, once finished, the file record (the same as GET /files/{file_id}). Needs no `Tus-Resumable`.', {}, {
-        '200': success('The upload.', object({
+        '200': success('The upload.', z.strictObject({
           success: ok,
-          upload: object({
+          upload: z.strictObject({
             ...uploadFields,
-            expires_at: { type: ['string', 'null'], description: 'UTC `YYYY-MM-DD HH:MM:SS` while unfinished; null once a file.' },
+            expires_at: z.string().nullable().meta({ description: 'UTC `YYYY-MM-DD HH:MM:SS` while unfinished; null once a file.' }),
           }),
-          file: { oneOf: [ref('schemas', 'File'), { type: 'null' }], description: `The file once finished (its \`file_id\`: ${file_id.description})` },
+          file: file.nullable().meta({ description: `The file once finished (its \`file_id\`: ${file_id.description})` }),
         })),
         '404': notFound,
       }),

@@ -1,31 +1,36 @@
 // The OpenAPI 3.1 description of the public listener: the versioned API under
 // /api/v1, public download links, health checks and these docs. Built per
 // PUBLIC_URL, because the shape of public links depends on it; its servers
-// are relative to wherever the document is served from.
+// are relative to wherever the document is served from. Built on the first
+// request for it (src/http/docs-routes.ts), never at start.
+// Request and answer schemas are the zod schemas the routes validate with and
+// the presenters are typed by (src/*/schemas.ts), rendered by zod-openapi.
 // Error codes and their statuses come from src/error-codes.ts; which codes
 // each operation answers is written here. When a route changes what it
 // answers, change it here too (test/http/openapi.test.ts validates real
 // responses against this document).
 
-import { ERROR_CODE_NAMES, ERROR_CODES } from '../error-codes.js';
-import { linkPaths, linkSchema } from './openapi-links.js';
-import { tusPaths, withTus } from './openapi-tus.js';
-import { webhookEvents, webhookPaths, webhookSchemas } from './openapi-webhooks.js';
-import { keyPaths, keySchemas } from './openapi-keys.js';
+import { z } from 'zod';
+import { createDocument, type ZodOpenApiObject } from 'zod-openapi';
+import { fileIdPath } from '../files/schemas.js';
+import { bytes, count, ok, pageQuery, paginationSchema } from '../wire-schemas.js';
+import { linkPaths } from './links.js';
+import { tusPaths, withTus } from './tus.js';
+import { webhookEvents, webhookPaths, webhookSchemas } from './webhooks.js';
+import { keyPaths, keySchemas } from './keys.js';
 import { SCOPES } from '../accounts/scopes.js';
-import { requestPaths, requestSchemas } from './openapi-requests.js';
+import { requestPaths } from './requests.js';
 import {
   API_KEY,
+  answerSchemas,
+  type AnswerSchemas,
   apiErrors,
-  bytes,
   codes,
-  count,
   error,
-  fileFields,
+  errorSchema,
+  type DocumentInput,
   type Header,
   json,
-  object,
-  ok,
   type OpenApiDocument,
   type Operation,
   type PathItem,
@@ -36,21 +41,14 @@ import {
   uploadTooMany,
   uploadOptionFields,
   uploadTooSlow,
-} from './openapi-shared.js';
+} from './shared.js';
 
 // The document's types, for those who read the document (the tests).
-export type { Header, OpenApiDocument, Operation, Parameter, PathItem, Ref, Response, Schema } from './openapi-shared.js';
+export type { Header, OpenApiDocument, Operation, Parameter, PathItem, Ref, Response, Schema } from './shared.js';
 
-/** Every registered code with its status and meaning, by status: a Markdown list. */
-const codeList = () =>
-  [...ERROR_CODE_NAMES]
-    .sort((a, b) => ERROR_CODES[a].status - ERROR_CODES[b].status)
-    .map((code) => `- ${ERROR_CODES[code].status} ${codes(code)}: ${ERROR_CODES[code].meaning}`)
-    .join('\n');
 const PUBLIC: Operation['security'] = [];
 
-
-function components(publicUrl: string): OpenApiDocument['components'] {
+function components(s: AnswerSchemas): DocumentInput['components'] {
   const header = (description: string, schema: Schema): Header => ({ description, schema });
   const whenLimited =
     'Sent on every response to a request that passed authentication and the plan check (not on 401, 403 `plan_without_api_access` or 429 `too_many_failures`). It describes the window closest to refusing, or the one that refused.';
@@ -59,29 +57,13 @@ function components(publicUrl: string): OpenApiDocument['components'] {
       bearerAuth: { type: 'http', scheme: 'bearer', description: `The account's API key (\`ds_live_...\`) as \`Authorization: Bearer <API key>\`. Never read from the query string. A key holds scopes (${SCOPES.join(', ')}) or is full; each operation needs one (docs/keys.md), else 403 \`insufficient_scope\`.` },
     },
     schemas: {
-      File: object(fileFields(publicUrl), 'A file record.'),
-      Link: linkSchema(publicUrl),
+      File: s.file,
+      Link: s.link,
       ...webhookSchemas(),
       ...keySchemas(),
-      ...requestSchemas(publicUrl),
-      Pagination: object({
-        page: { type: 'integer', minimum: 1, description: 'Current page number.' },
-        limit: { type: 'integer', minimum: 1, maximum: 100, description: 'Items per page.' },
-        total: count('Total number of files.'),
-        pages: count('Number of pages: ceil(total / limit).'),
-      }),
-      Error: object({
-        success: { type: 'boolean', const: false },
-        error: object({
-          code: {
-            type: 'string',
-            pattern: '^[a-z_]+$',
-            enum: ERROR_CODE_NAMES,
-            description: `Stable, machine-readable. A later version may add codes: treat one you do not know by its HTTP status.\n\n${codeList()}`,
-          },
-          message: { type: 'string', description: 'For people; may change at any time.' },
-        }),
-      }, 'Every error response. No stack trace or database text ever appears in it.'),
+      FileRequest: s.request,
+      Pagination: paginationSchema,
+      Error: errorSchema(),
     },
     responses: {
       Unauthorized: error(`Missing or invalid API key: ${codes('missing_api_key', 'invalid_api_key')}.`, { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') }, false),
@@ -94,9 +76,7 @@ function components(publicUrl: string): OpenApiDocument['components'] {
       MethodNotAllowed: error(`The path exists but not with this method: ${codes('method_not_allowed')}. Never the answer to a documented operation.`, { Allow: ref('headers', 'Allow') }, false),
     },
     parameters: {
-      FileId: { name: 'file_id', in: 'path', required: true, description: 'The file identifier (random, it counts nothing); anything but an integer from 1 to 2147483647 is 400 `invalid_file_id`.', schema: { type: 'integer', minimum: 1, maximum: 2147483647 } },
-      Page: { name: 'page', in: 'query', description: 'Page number; past the last page the list is empty.', schema: { type: 'integer', minimum: 1, maximum: 999999999, default: 1 } },
-      Limit: { name: 'limit', in: 'query', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+      // FileId, Page and Limit are registered from their zod schemas (`.meta({ param: { id } })`).
       Token: { name: 'token', in: 'path', required: true, description: 'The opaque link token from `public_link` (case-sensitive).', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } },
       Range: { name: 'Range', in: 'header', description: 'One byte range, e.g. `bytes=0-99`. Several ranges, or a malformed header, get the whole file.', schema: { type: 'string' } },
       IfRange: { name: 'If-Range', in: 'header', description: 'An ETag; when it no longer matches, the whole file is sent instead of the range.', schema: { type: 'string' } },
@@ -123,13 +103,13 @@ function components(publicUrl: string): OpenApiDocument['components'] {
   };
 }
 
-function apiPaths(publicUrl: string): Record<string, PathItem> {
-  const { file_id, public_link, size, filename } = fileFields(publicUrl);
+function apiPaths(s: AnswerSchemas): Record<string, PathItem> {
   const fileOperation = (operationId: string, summary: string, ok200: Response): Operation => ({
     operationId,
     summary,
     tags: ['files'],
     security: API_KEY,
+    requestParams: { path: fileIdPath },
     responses: {
       '200': ok200,
       ...apiErrors,
@@ -159,7 +139,7 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
           },
         },
         responses: {
-          '201': success('The file is stored. The answer carries the spec\'s fields only; the file\'s expiry (`expires_at`) is read from `GET /files/{file_id}`.', object({ success: ok, file_id, public_link, size, filename })),
+          '201': success('The file is stored. The answer carries the spec\'s fields only; the file\'s expiry (`expires_at`) is read from `GET /files/{file_id}`.', s.upload),
           ...apiErrors,
           '400': error(`The body is not one valid file part named \`file\`: ${codes('invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'upload_aborted', 'invalid_filename')}; or a bad option: ${codes('field_after_file', 'invalid_expires_in', 'invalid_max_downloads', 'invalid_password')}.`),
           '403': error(`${codes('plan_without_api_access')} (no rate-limit headers), ${codes('file_too_large')} (sent as soon as the count passes \`max_file_size\`; the connection is then closed) or ${codes('daily_upload_limit')} (uploads for this UTC day used up), or ${codes('storage_quota_exceeded')} (the account's stored bytes would pass the plan's \`max_total_size\`; cut as soon as the count passes the free space, and the connection is closed). No request point is spent.`),
@@ -175,20 +155,19 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
         summary: 'List the account\'s files, newest first',
         tags: ['files'],
         security: API_KEY,
-        parameters: [ref('parameters', 'Page'), ref('parameters', 'Limit')],
+        requestParams: { query: pageQuery },
         responses: {
-          '200': success('One page of files.', object({ success: ok, files: { type: 'array', maxItems: 100, items: ref('schemas', 'File') }, pagination: ref('schemas', 'Pagination') })),
+          '200': success('One page of files.', z.strictObject({ success: ok, files: z.array(s.file).max(100), pagination: paginationSchema })),
           ...apiErrors,
           '400': error(`\`page\` or \`limit\` is not an integer in range (or is repeated): ${codes('invalid_parameter')}.`),
         },
       },
     },
     '/files/{file_id}': {
-      parameters: [ref('parameters', 'FileId')],
-      get: fileOperation('getFile', 'Get one file\'s information', success('The file.', object({ success: ok, file: ref('schemas', 'File') }))),
+      get: fileOperation('getFile', 'Get one file\'s information', success('The file.', z.strictObject({ success: ok, file: s.file }))),
       delete: fileOperation('deleteFile', 'Delete a file', success(
         'The file is deleted; its public link is dead.',
-        object({ success: ok, message: { type: 'string', examples: ['File deleted successfully'] } }),
+        z.strictObject({ success: ok, message: z.string().meta({ examples: ['File deleted successfully'] }) }),
       )),
     },
     '/stats': {
@@ -198,21 +177,21 @@ function apiPaths(publicUrl: string): Record<string, PathItem> {
         tags: ['account'],
         security: API_KEY,
         responses: {
-          '200': success('Statistics and limits.', object({
+          '200': success('Statistics and limits.', z.strictObject({
             success: ok,
-            stats: object({
+            stats: z.strictObject({
               total_files: count('Number of files in the account.'),
               total_size: bytes('Total size of the files'),
               reserved_size: bytes('Reserved against `max_total_size` by uploads in progress (plain, unfinished tus, through file requests), counted toward the quota as stored bytes are until each becomes a file or ends; always 0 on a plan without a quota'),
             }),
-            limits: object({
+            limits: z.strictObject({
               max_file_size: bytes('Largest allowed file size'),
               daily_uploads: count('Uploads allowed per UTC day.'),
-              concurrent_uploads: { type: 'integer', minimum: 1, description: 'Uploads (plain, and tus requests with a body) the account may run at once on all instances; for a plan that sets none, the instance default (`ACCOUNT_UPLOAD_CONCURRENCY`). One more is 429 `too_many_uploads`.', examples: [4] },
-              max_total_size: { type: ['integer', 'null'], format: 'int64', minimum: 1, description: 'Bytes the account may store in all; null: no limit. An upload that would pass it is 403 `storage_quota_exceeded`.', examples: [107374182400, null] },
-              max_expires_in: { type: ['integer', 'null'], minimum: 1, description: 'Longest `expires_in` (seconds) an upload may ask for, and what uploads without one get; null: files may live for ever.', examples: [2592000, null] },
+              concurrent_uploads: z.number().int().min(1).meta({ description: 'Uploads (plain, and tus requests with a body) the account may run at once on all instances; for a plan that sets none, the instance default (`ACCOUNT_UPLOAD_CONCURRENCY`). One more is 429 `too_many_uploads`.', examples: [4] }),
+              max_total_size: z.number().int().min(1).meta({ format: 'int64' }).nullable().meta({ description: 'Bytes the account may store in all; null: no limit. An upload that would pass it is 403 `storage_quota_exceeded`.', examples: [107374182400, null] }),
+              max_expires_in: z.number().int().min(1).nullable().meta({ description: 'Longest `expires_in` (seconds) an upload may ask for, and what uploads without one get; null: files may live for ever.', examples: [2592000, null] }),
             }),
-            plan: { type: 'string', description: 'Plan name, lower case.', examples: ['pro'] },
+            plan: z.string().meta({ description: 'Plan name, lower case.', examples: ['pro'] }),
           })),
           ...apiErrors,
         },
@@ -264,13 +243,12 @@ function publicPaths(): Record<string, PathItem> {
       },
     };
   };
-  const checks = { type: 'object', additionalProperties: { enum: ['ok', 'down', 'degraded', 'off'] } };
-  const readiness = object({ status: { enum: ['ok', 'degraded', 'unavailable'] }, checks });
-  const uri = { type: 'string', format: 'uri' };
+  const readiness = z.strictObject({ status: z.enum(['ok', 'degraded', 'unavailable']), checks: z.record(z.string(), z.enum(['ok', 'down', 'degraded', 'off'])) });
+  const uri = z.string().meta({ format: 'uri' });
   const plain = (operationId: string, summary: string, tag: string, responses: Operation['responses']): Operation => ({ operationId, summary, tags: [tag], security: PUBLIC, responses });
   return {
     '/download/{token}': { servers, parameters: [ref('parameters', 'Token')], get: download('get'), head: download('head') },
-    '/healthz': { servers, get: plain('getHealth', 'The process answers', 'operations', { '200': { description: 'Alive, and the version it runs.', content: json(object({ status: { const: 'ok' }, version: { type: 'string', description: 'package.json\'s version, e.g. 0.1.0' } })) } }) },
+    '/healthz': { servers, get: plain('getHealth', 'The process answers', 'operations', { '200': { description: 'Alive, and the version it runs.', content: json(z.strictObject({ status: z.literal('ok'), version: z.string().meta({ description: 'package.json\'s version, e.g. 0.1.0' }) })) } }) },
     '/readyz': {
       servers,
       get: plain('getReadiness', 'The database, object store and Redis answer', 'operations', {
@@ -288,7 +266,7 @@ function publicPaths(): Record<string, PathItem> {
           description: 'A small HTML page for a browser (`Accept: text/html`), JSON otherwise.',
           content: {
             'text/html': { schema: { type: 'string' } },
-            ...json(object({ success: { const: true }, service: { const: 'dropstream' }, app: uri, docs: uri, openapi: uri, api: uri, readme: { type: 'string' } })),
+            ...json(z.strictObject({ success: ok, service: z.literal('dropstream'), app: uri, docs: uri, openapi: uri, api: uri, readme: z.string() })),
           },
         },
       }),
@@ -298,7 +276,8 @@ function publicPaths(): Record<string, PathItem> {
 
 /** The OpenAPI 3.1.0 document of the public listener; `publicUrl` has no trailing slash. */
 export function openApiDocument(publicUrl: string): OpenApiDocument {
-  return {
+  const s = answerSchemas(publicUrl);
+  const input: DocumentInput = {
     openapi: '3.1.0',
     info: {
       title: 'dropstream',
@@ -326,8 +305,10 @@ export function openApiDocument(publicUrl: string): OpenApiDocument {
       { name: 'operations', description: 'Liveness and readiness.' },
       { name: 'docs', description: 'This description and its viewer.' },
     ],
-    paths: { ...apiPaths(publicUrl), ...linkPaths(), ...webhookPaths(), ...keyPaths(), ...requestPaths(), ...tusPaths(publicUrl), ...publicPaths() },
+    paths: { ...apiPaths(s), ...linkPaths(s), ...webhookPaths(), ...keyPaths(), ...requestPaths(s), ...tusPaths(s), ...publicPaths() },
     webhooks: webhookEvents(),
-    components: withTus(components(publicUrl)),
+    components: withTus(components(s)),
   };
+  // zod-openapi's input is this document with zod schemas in it; its output is the same document in JSON Schema.
+  return createDocument(input as unknown as ZodOpenApiObject, { reused: 'inline' }) as unknown as OpenApiDocument;
 }

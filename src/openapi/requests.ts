@@ -1,46 +1,15 @@
 // The OpenAPI description of file requests (issue 45, docs/file-requests.md):
 // the owner's four operations under /api/v1/requests, and the outsider's
-// routes under /r/{token} (no key: the link is the credential).
-import { MAX_OPTION_INT, MAX_PASSWORD_LENGTH } from '../files/upload-options.js';
-import { API_KEY, apiErrors, bodyTimeout, bytes, codes, count, error, json, object, ok, optionalDate, type Operation, type PathItem, ref, type Response, type Schema, success, uploadTooMany, uploadTooSlow, escapeRegExp } from './openapi-shared.js';
-import { REQUEST_DEFAULTS } from '../requests/service.js';
-import { MAX_REQUEST_FILES, MAX_TITLE_LENGTH } from '../requests/routes.js';
+// routes under /r/{token} (no key: the link is the credential). The body and
+// answer schemas are src/requests/schemas.ts's.
+import { z } from 'zod';
+import { newRequestSchema } from '../requests/schemas.js';
+import { count, ok, pageQuery, paginationSchema } from '../wire-schemas.js';
+import { API_KEY, apiErrors, bodyTimeout, codes, error, json, type Operation, type PathItem, ref, type Response, success, uploadTooMany, uploadTooSlow, type AnswerSchemas } from './shared.js';
 
 const OUTSIDE = [{ url: '/', description: 'Outside the versioned API' }];
-const DATE = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', description: '`YYYY-MM-DD HH:MM:SS`, UTC.' };
 
-export function requestSchemas(publicUrl: string): Record<string, Schema> {
-  return {
-    FileRequest: object({
-      request_id: { type: 'string', pattern: '^req_[A-Za-z0-9_-]{16}$', description: 'Identifier of the request; used in paths.' },
-      title: { type: ['string', 'null'], description: 'Shown on the upload page (the filename rules apply: no control, bidirectional or invisible characters).' },
-      upload_link: { type: 'string', format: 'uri', pattern: `^${escapeRegExp(publicUrl)}/r/[A-Za-z0-9_-]{22}$`, description: 'Where outsiders upload (the page, `/files`, `/uploads`); the token is as unguessable as a download link\'s.' },
-      max_files: { type: ['integer', 'null'], minimum: 1, description: `Files it accepts in all (files received and uploads in progress); null: no limit (only when asked for: a request made without \`max_files\` takes ${REQUEST_DEFAULTS.maxFiles}).` },
-      max_file_size: { type: ['integer', 'null'], minimum: 1, description: 'Bytes per file; the smaller of this and the plan\'s `max_file_size` applies. Null: the plan\'s.' },
-      expires_at: optionalDate(`When the link stops taking files (410 \`request_expired\`) and uploads in progress through it are cut; null: never (only when asked for: a request made without \`expires_in\` expires ${REQUEST_DEFAULTS.expiresIn / 86_400} days after its creation).`),
-      files_received: count('Files received through it and still in the account.'),
-      uploads_in_progress: count('Uploads through it in progress: each holds a place of `max_files`, one of the owner\'s daily uploads and its bytes, until it becomes a file or ends (`REQUEST_UPLOAD_EXPIRY` after it began at the latest; closing the request ends them all).'),
-      bytes_held: bytes('What they hold: reserved against the owner\'s `max_total_size`, or stored so far by an unfinished tus upload, whichever is more'),
-      has_password: { type: 'boolean', description: 'Whether outsiders must send its password (HTTP Basic, any user name).' },
-      created_at: DATE,
-    }, 'A file request of the account.'),
-  };
-}
-
-const newRequestBody: Schema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    title: { type: 'string', minLength: 1, maxLength: MAX_TITLE_LENGTH, description: `1 to ${MAX_TITLE_LENGTH} characters, under the filename rules: no control characters (NUL, CR, LF...), bidirectional controls (U+202E...) or invisible ones, not blank; otherwise 400 \`invalid_file_request\`.` },
-    max_files: { type: ['integer', 'null'], minimum: 1, maximum: MAX_REQUEST_FILES, description: `Absent: ${REQUEST_DEFAULTS.maxFiles}. null: no limit.` },
-    max_file_size: { type: 'integer', minimum: 1 },
-    expires_in: { type: ['integer', 'null'], minimum: 1, maximum: MAX_OPTION_INT, description: `Seconds from now. Absent: ${REQUEST_DEFAULTS.expiresIn} (7 days). null: never.` },
-    password: { type: 'string', minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
-  },
-};
-
-export function requestPaths(): Record<string, PathItem> {
-  const request = ref('schemas', 'FileRequest');
+export function requestPaths({ request, file }: AnswerSchemas): Record<string, PathItem> {
   const notFound = error(`No such request in this account (another account's, or a closed one, gives the same answer): ${codes('request_not_found')}.`);
   const idParameter = { name: 'request_id', in: 'path' as const, required: true, description: 'The request\'s `request_id`.', schema: { type: 'string' } };
   const own = (op: Omit<Operation, 'tags' | 'security'>): Operation => ({ ...op, tags: ['requests'], security: API_KEY });
@@ -49,15 +18,15 @@ export function requestPaths(): Record<string, PathItem> {
       get: own({
         operationId: 'listRequests',
         summary: 'List the account\'s open file requests, newest first',
-        parameters: [ref('parameters', 'Page'), ref('parameters', 'Limit')],
-        responses: { '200': success('One page.', object({ success: ok, requests: { type: 'array', items: request }, pagination: ref('schemas', 'Pagination') })), ...apiErrors, '400': error(`${codes('invalid_parameter')}.`) },
+        requestParams: { query: pageQuery },
+        responses: { '200': success('One page.', z.strictObject({ success: ok, requests: z.array(request), pagination: paginationSchema })), ...apiErrors, '400': error(`${codes('invalid_parameter')}.`) },
       }),
       post: own({
         operationId: 'createRequest',
         summary: 'Make a file request: an upload link for people without an account',
         description: 'Files sent through its link land in this account as ordinary files (with `request_id`), counted against the plan like the owner\'s own uploads.',
-        requestBody: { required: true, content: json(newRequestBody) },
-        responses: { '201': success('The new request.', object({ success: ok, request })), ...apiErrors, '400': error(`A bad body: ${codes('invalid_file_request')}.`), '408': bodyTimeout },
+        requestBody: { required: true, content: json(newRequestSchema) },
+        responses: { '201': success('The new request.', z.strictObject({ success: ok, request })), ...apiErrors, '400': error(`A bad body: ${codes('invalid_file_request')}.`), '408': bodyTimeout },
       }),
     },
     '/requests/{request_id}': {
@@ -65,13 +34,13 @@ export function requestPaths(): Record<string, PathItem> {
       get: own({
         operationId: 'getRequest',
         summary: 'A file request and the files it received',
-        responses: { '200': success('The request; its files newest first.', object({ success: ok, request, files: { type: 'array', items: ref('schemas', 'File') } })), ...apiErrors, '404': notFound },
+        responses: { '200': success('The request; its files newest first.', z.strictObject({ success: ok, request, files: z.array(file) })), ...apiErrors, '404': notFound },
       }),
       delete: own({
         operationId: 'closeRequest',
         summary: 'Close a file request (its link answers 404; received files stay)',
         description: 'Its uploads in progress end with it: what they held (places, daily uploads, reserved bytes) comes back in the statement that closes it, and those still sending, on any instance, are cut with 404 `request_not_found`; nothing of them is kept.',
-        responses: { '200': success('Closed.', object({ success: ok, message: { type: 'string' } })), ...apiErrors, '404': notFound },
+        responses: { '200': success('Closed.', z.strictObject({ success: ok, message: z.string() })), ...apiErrors, '404': notFound },
       }),
     },
     ...linkPaths(),
@@ -113,7 +82,7 @@ function linkPaths(): Record<string, PathItem> {
         description: 'One part named `file`. Other fields are ignored (the owner\'s file options are not the sender\'s to choose). The answer is a receipt.',
         requestBody: { required: true, content: { 'multipart/form-data': { schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' } } } } } },
         responses: {
-          '201': { description: 'Stored in the owner\'s account.', content: json(object({ success: ok, filename: { type: 'string' }, size: count('Bytes.') })) },
+          '201': { description: 'Stored in the owner\'s account.', content: json(z.strictObject({ success: ok, filename: z.string(), size: count('Bytes.') })) },
           '400': error(`${codes('invalid_multipart', 'missing_file', 'multiple_files', 'unexpected_file_part', 'too_many_parts', 'invalid_filename', 'upload_aborted')}.`, {}, false),
           '403': owners,
           '408': uploadTooSlow,
