@@ -103,11 +103,11 @@ run_suites() {
 # a proxy of the test's own); the ones that stop it (test.s3.stop()) run
 # alone after them, so a stop cuts no other file's requests.
 parallel_files=(
-  test/contract/s3-store.test.ts test/http/s3-startup.test.ts test/faults/store-hangs.test.ts
+  test/contract/s3-store.test.ts test/storage/s3-startup.test.ts test/faults/store-hangs.test.ts
   test/faults/abort-failure.test.ts test/faults/stray-uploads.test.ts test/faults/late-write.test.ts
-  test/faults/ended-uploads.test.ts test/faults/orphan-objects.test.ts test/http/download-count.test.ts
-  test/http/download-offload.test.ts test/http/tus.test.ts test/http/tus-client.test.ts
-  test/http/tus-sweep.test.ts test/faults/terminate-interrupted.test.ts test/limits/concurrent-uploads.test.ts
+  test/faults/ended-uploads.test.ts test/faults/orphan-objects.test.ts test/downloads/download-count.test.ts
+  test/downloads/download-offload.test.ts test/tus/tus.test.ts test/tus/tus-client.test.ts
+  test/tus/tus-sweep.test.ts test/faults/terminate-interrupted.test.ts test/limits/concurrent-uploads.test.ts
 )
 if stoppers=$(grep -lE '\b(s3|testS3)\.(stop|start|pause|resume)\(' "${parallel_files[@]}"); then
   echo "rgw-suites: FAILED: these files stop or freeze the store, so they cannot run beside others; move them to the stopping suites: $stoppers" >&2
@@ -116,7 +116,7 @@ fi
 skip=(--grep 'local store|operations: metrics|operations: graceful shutdown' --invert)
 run_suites s3-suites --parallel --jobs 2 "${parallel_files[@]}" "${skip[@]}"
 run_suites s3-stopping-suites \
-  test/http/s3.test.ts \
+  test/storage/s3.test.ts \
   test/http/operations.test.ts \
   test/faults/store-down.test.ts \
   test/faults/crash.test.ts \

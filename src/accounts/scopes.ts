@@ -1,6 +1,6 @@
 // What an API key may do (issue 57). Few scopes, each named after what it
 // allows; every /api/v1 route declares the one it needs next to its
-// definition (src/http/scoped.ts), and test/http/key-scopes.test.ts walks the
+// definition (src/http/scoped.ts), and test/keys/key-scopes.test.ts walks the
 // router for one without. A full key (every key made before scopes existed,
 // the operator's, and keys made with ["*"]) holds every scope, including
 // those added later.

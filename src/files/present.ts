@@ -4,7 +4,7 @@
 import type { LinkRecord } from '../links/links.js';
 import type { FileListing } from './record.js';
 import { formatDate, formatOptionalDate } from '../wire-date.js';
-import type { FileAnswer, UploadAnswer } from '../files/schemas.js';
+import type { FileAnswer, UploadAnswer } from './schemas.js';
 import type { LinkAnswer } from '../links/schemas.js';
 
 export const publicLink = (publicUrl: string, token: string) => `${publicUrl}/download/${token}`;

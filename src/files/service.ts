@@ -42,7 +42,7 @@ export class FileService {
    * through. Each item is presentFile's (src/files/present.ts) to the byte:
    * row_to_json writes the columns in this order, compact, escaping strings
    * as JSON.stringify does; dates through to_char as in the webhook bodies
-   * (src/webhooks/events.ts). test/http/files-list-json.test.ts holds the
+   * (src/webhooks/events.ts). test/files/files-list-json.test.ts holds the
    * two to the same text. The total is read beside the page rather than in
    * a transaction: at READ COMMITTED each statement takes its own snapshot.
    *

@@ -1,7 +1,7 @@
 // Every /api/v1 route declares the scope it needs next to its definition:
 // `router.get('/files', need('files:read'), ...)`. need(scope) is the API
 // guard (auth.ts) followed by the scope check, and carries the scope, so
-// test/http/key-scopes.test.ts can walk the router and fail on a route
+// test/keys/key-scopes.test.ts can walk the router and fail on a route
 // without one. The few routes no key reaches (a 405 before the key is
 // checked) say so with unscoped(why).
 import type { Middleware } from 'koa';

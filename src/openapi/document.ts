@@ -7,7 +7,7 @@
 // the presenters are typed by (src/*/schemas.ts), rendered by zod-openapi.
 // Error codes and their statuses come from src/error-codes.ts; which codes
 // each operation answers is written here. When a route changes what it
-// answers, change it here too (test/http/openapi.test.ts validates real
+// answers, change it here too (test/contract/openapi.test.ts validates real
 // responses against this document).
 
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 // Raw tus requests for tests (tus-js-client is used where the point is a
-// client written by others: test/http/tus-client.test.ts).
+// client written by others: test/tus/tus-client.test.ts).
 import { request } from 'node:http';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../src/storage/s3.js';

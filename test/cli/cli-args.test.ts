@@ -1,8 +1,8 @@
 // The CLI's shared parsing (src/cli/args.ts, src/cli/units.ts) without a
 // process: typo hints, errors in the command's terms, sizes and times.
 import { expect } from 'chai';
-import { closest, editDistance, HelpShown, parseCommand, UsageError, type Command } from '../src/cli/args.js';
-import { parseSeconds, parseSize } from '../src/cli/units.js';
+import { closest, editDistance, HelpShown, parseCommand, UsageError, type Command } from '../../src/cli/args.js';
+import { parseSeconds, parseSize } from '../../src/cli/units.js';
 
 const COMMAND: Command = {
   name: 'accounts create',

@@ -538,7 +538,7 @@ describe('docs routes', () => {
     expect(urls).to.have.length.greaterThan(1);
     for (const url of urls) expect(url, url).to.match(/^\/docs\/assets\/[\w.-]+$/);
     expect(res.text).to.not.match(/https?:\/\//i);
-    // Swagger UI's start is a file of its own (no inline script under the CSP: test/http/docs-page.test.ts).
+    // Swagger UI's start is a file of its own (no inline script under the CSP: test/pages/docs-page.test.ts).
     expect(urls).to.include('/docs/assets/init.js');
     expect((await call(`${base}/docs/assets/init.js`)).text).to.match(/url:\s*['"]\/api\/v1\/openapi\.json['"]/);
   });

@@ -4,10 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { call } from './helpers/client.js';
-import { envWithoutConfig, repoRoot, runToExit } from './helpers/run-to-exit.js';
-import type { TestServer } from './helpers/server.js';
-import { sharedServer } from './helpers/shared.js';
+import { call } from '../helpers/client.js';
+import { envWithoutConfig, repoRoot, runToExit } from '../helpers/run-to-exit.js';
+import type { TestServer } from '../helpers/server.js';
+import { sharedServer } from '../helpers/shared.js';
 
 const bin = join(repoRoot, 'bin', 'dropstream.js');
 

@@ -7,13 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { call } from './helpers/client.js';
-import { backends, createTestDatabase } from './helpers/databases.js';
-import { freePort } from './helpers/ports.js';
-import { envWithoutConfig, runToExit } from './helpers/run-to-exit.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { call } from '../helpers/client.js';
+import { backends, createTestDatabase } from '../helpers/databases.js';
+import { freePort } from '../helpers/ports.js';
+import { envWithoutConfig, runToExit } from '../helpers/run-to-exit.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const root = fileURLToPath(new URL('../', import.meta.url));
+const root = fileURLToPath(new URL('../../', import.meta.url));
 const bin = join(root, 'bin', 'dropstream.js');
 
 /** This process's environment without anything dropstream reads (glibc's MALLOC_* too), so only what a test passes reaches the child. */

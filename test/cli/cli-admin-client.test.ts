@@ -4,8 +4,8 @@
 import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { expect } from 'chai';
-import { adminRequest } from '../src/cli/admin-client.js';
-import { CliError } from '../src/cli/cli-error.js';
+import { adminRequest } from '../../src/cli/admin-client.js';
+import { CliError } from '../../src/cli/cli-error.js';
 
 describe('admin API client', () => {
   it('when the admin listener accepts and never answers, then the request fails within its deadline with one line naming the server', async () => {

@@ -10,14 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { filenameFromDisposition } from '../src/cli/download.js';
-import { multipartFraming } from '../src/cli/transfer.js';
-import { createProgress, formatBytes, formatProgress } from '../src/cli/progress.js';
-import { PUBLIC_URL, startTestServer, type TestServer } from './helpers/server.js';
-import { startCuttingProxy } from './helpers/cutting-proxy.js';
-import { envWithoutConfig, runToExit } from './helpers/run-to-exit.js';
+import { filenameFromDisposition } from '../../src/cli/download.js';
+import { multipartFraming } from '../../src/cli/transfer.js';
+import { createProgress, formatBytes, formatProgress } from '../../src/cli/progress.js';
+import { PUBLIC_URL, startTestServer, type TestServer } from '../helpers/server.js';
+import { startCuttingProxy } from '../helpers/cutting-proxy.js';
+import { envWithoutConfig, runToExit } from '../helpers/run-to-exit.js';
 
-const root = fileURLToPath(new URL('../', import.meta.url));
+const root = fileURLToPath(new URL('../../', import.meta.url));
 const bin = join(root, 'bin', 'dropstream.js');
 
 /** This process's environment without anything dropstream reads. */

@@ -7,8 +7,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { envWithoutConfig, repoRoot, runToExit } from './helpers/run-to-exit.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { envWithoutConfig, repoRoot, runToExit } from '../helpers/run-to-exit.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const bin = join(repoRoot, 'bin', 'dropstream.js');
 
