@@ -20,7 +20,7 @@ const LAYERS: Record<string, string[]> = {
   'what features stand on: accounts and plans, limits': ['accounts', 'limits'],
   'the ledgers: the upload ledger (pending_objects, daily_uploads, reserved_bytes), the audit trail': ['ledger', 'audit'],
   'services: stores, the database, notices between instances, metrics, closers, memory tuning': ['storage', 'db', 'notices', 'metrics', 'closers', 'memory'],
-  'foundations': ['config', 'admin-token', 'data-dir', 'errors', 'error-codes', 'wire-date', 'client-key', 'utc-day', 'clock', 'wire-schemas', 'make-dir', 'startup-error', 'log-format', 'log-throttle', 'open-files', 'version'],
+  'foundations': ['config', 'admin-token', 'data-dir', 'errors', 'error-codes', 'wire-date', 'client-key', 'utc-day', 'clock', 'wire-schemas', 'file-wire', 'make-dir', 'startup-error', 'log-format', 'log-throttle', 'open-files', 'version'],
 };
 
 /** Process-wide tuning (V8 flags, libc): started by the command that runs the server, nothing else. */

@@ -3,26 +3,25 @@
 // src/links/schemas.ts), which the OpenAPI document is built from.
 import type { LinkRecord } from '../links/links.js';
 import type { FileListing } from './record.js';
-import { formatDate, formatOptionalDate } from '../wire-date.js';
+import { formatOptionalDate } from '../wire-date.js';
+import { publicLink, wireFileForApi, type WireFile } from '../file-wire.js';
 import type { FileAnswer, UploadAnswer } from './schemas.js';
 import type { LinkAnswer } from '../links/schemas.js';
 
-export const publicLink = (publicUrl: string, token: string) => `${publicUrl}/download/${token}`;
+export { publicLink };
 
+/** The table's API file and the schema's answer are the same type (a field added to one only fails the typecheck). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShape: Same<WireFile<'api'>, FileAnswer> = true;
+void sameShape;
 
-/** A file record (the single-file answer, list items). */
+/**
+ * A file record (the single-file answer, list items): the API's fields of
+ * src/file-wire.ts, the table the files list's SQL and the webhook events'
+ * file are written from too.
+ */
 export function presentFile(file: FileListing, publicUrl: string): FileAnswer {
-  return {
-    file_id: file.id,
-    filename: file.filename,
-    size: file.size,
-    upload_date: formatDate(file.createdAt),
-    download_count: file.downloadCount,
-    public_link: publicLink(publicUrl, file.linkToken),
-    expires_at: formatOptionalDate(file.expiresAt),
-    // The file request it came through (src/requests/); null for the owner's own uploads.
-    request_id: file.requestId ?? null,
-  };
+  return wireFileForApi(file, publicUrl);
 }
 
 /**

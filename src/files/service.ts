@@ -1,12 +1,12 @@
 import type { Actor } from '../audit/actor.js';
 import type { Caller } from '../accounts/types.js';
-import type { PrismaClient } from '../generated/prisma/client.js';
+import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 import type { UploadLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { fileErrors } from './errors.js';
 import { removeFileRow } from './file-rows.js';
 import { LISTED, toFileListing, type FileListing } from './record.js';
-import { sqlDate } from '../wire-date.js';
+import { API_FILE_COLUMNS, apiFileColumnsSql } from '../file-wire.js';
 
 export interface FileServiceOptions {
   prisma: PrismaClient;
@@ -25,6 +25,9 @@ export interface PageJson {
   total: number;
 }
 
+/** The files columns a page reads: those the API's fields need (the table's names, never input). */
+const LIST_COLUMNS = API_FILE_COLUMNS.join(', ');
+
 export class FileService {
   /** Pages asked for and not yet sent to the database, by account, page, limit and URL (pageJson). */
   private readonly waitingPages = new Map<string, Promise<PageJson>>();
@@ -40,9 +43,10 @@ export class FileService {
    * 0.41x the single-file rate, and Node's share of the work was most of it
    * (docs/performance.md, "Metadata"). Here Node passes one text column
    * through. Each item is presentFile's (src/files/present.ts) to the byte:
-   * row_to_json writes the columns in this order, compact, escaping strings
-   * as JSON.stringify does; dates through to_char as in the webhook bodies
-   * (src/webhooks/events.ts). test/files/files-list-json.test.ts holds the
+   * both are the API's fields of one table (src/file-wire.ts), its SQL
+   * expressions here; row_to_json writes the columns in the table's order,
+   * compact, escaping strings as JSON.stringify does; dates through to_char
+   * as in the webhook bodies. test/files/files-list-json.test.ts holds the
    * two to the same text. The total is read beside the page rather than in
    * a transaction: at READ COMMITTED each statement takes its own snapshot.
    *
@@ -71,18 +75,11 @@ export class FileService {
       SELECT coalesce(string_agg(row_to_json(item)::text, ',' ORDER BY f.created_at DESC, f.id DESC), '') AS files,
              (SELECT file_count FROM accounts WHERE id = ${accountId}) AS total
       FROM (
-        SELECT id, filename, size, created_at, download_count, link_token, expires_at, request_id
+        SELECT ${Prisma.raw(LIST_COLUMNS)}
         FROM files WHERE account_id = ${accountId}
         ORDER BY created_at DESC, id DESC LIMIT ${limit} OFFSET ${(page - 1) * limit}
       ) f
-      CROSS JOIN LATERAL (
-        SELECT f.id AS file_id, f.filename, f.size,
-               ${sqlDate('f.created_at')} AS upload_date,
-               f.download_count,
-               ${publicUrl}::text || '/download/' || f.link_token AS public_link,
-               ${sqlDate('f.expires_at')} AS expires_at,
-               f.request_id
-      ) item`;
+      CROSS JOIN LATERAL (SELECT ${apiFileColumnsSql(publicUrl)}) item`;
     return { filesJson: `[${row?.files ?? ''}]`, total: row?.total ?? 0 };
   }
 

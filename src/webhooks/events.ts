@@ -3,19 +3,19 @@
 // they report: a file row and its file.uploaded event commit together, or
 // neither (the files statements are single statements: src/files/file-rows.ts).
 import { Prisma } from '../generated/prisma/client.js';
-import { formatDate, sqlDate } from '../wire-date.js';
+import { formatDate } from '../wire-date.js';
+import { eventFileSql } from '../file-wire.js';
 
 export const EVENT_TYPES = ['file.uploaded', 'file.deleted', 'file.downloaded', 'link.exhausted', 'upload.expired'] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** The file as the API shows it (src/files/present.ts), plus sha256, from the files columns of `f`. */
-const FILE_DATA = Prisma.sql`jsonb_build_object(
-      'file_id', f.id, 'filename', f.filename, 'size', f.size, 'sha256', f.sha256,
-      'upload_date', ${sqlDate('f.created_at')},
-      'download_count', f.download_count,
-      'expires_at', ${sqlDate('f.expires_at')},
-      'request_id', f.request_id)`;
+/**
+ * The file as the API shows it, without public_link, plus sha256, from the
+ * files columns of `f`: the event's fields of the table presentFile and the
+ * files list are written from too (src/file-wire.ts).
+ */
+const FILE_DATA = eventFileSql();
 
 /**
  * One message per enabled endpoint of the account (f.account_id) that asked
