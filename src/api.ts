@@ -62,9 +62,12 @@ export interface ApiDeps {
   audit?: { trail: AuditTrail; fullAddresses: boolean };
 }
 
+/** Where the versioned API is mounted. */
+export const API_PREFIX = '/api/v1';
+
 /** The versioned API's router, every feature's routes mounted under /api/v1. */
 export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, requestsInFlight, bodyTimeoutMs, metrics, publicUrl, resumable, webhooks, requests, keys, audit }: ApiDeps) {
-  const router = new Router<AuthState>({ prefix: '/api/v1' });
+  const router = new Router<AuthState>({ prefix: API_PREFIX });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
   // need(scope): the guard, then the key's scope (scoped.ts); every route names the scope it needs.

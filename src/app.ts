@@ -15,7 +15,8 @@ import type { BodyRateOptions } from './http/body-rate.js';
 import type { Readiness } from './health/readiness.js';
 import { adminRoutes, requireAdminToken } from './admin/routes.js';
 import { clientAddress } from './http/client-address.js';
-import { apiRoutes } from './api.js';
+import { API_PREFIX, apiRoutes } from './api.js';
+import { declaredScopes } from './http/scoped.js';
 import { downloadRoutes } from './downloads/routes.js';
 import { docsRoutes } from './pages/docs.js';
 import { homeRoute } from './pages/home.js';
@@ -136,7 +137,8 @@ export function createApp(deps: AppDeps): Koa {
     app.use(requestLinks.routes()).use(requestLinks.allowedMethods());
   }
   app.use(healthRoutes(deps.readiness).routes());
-  const docs = docsRoutes(publicUrl);
+  // Each operation's scope as the API's routes declare it (src/http/scoped.ts).
+  const docs = docsRoutes(publicUrl, () => declaredScopes(api, API_PREFIX));
   app.use(docs.routes()).use(docs.allowedMethods());
   const web = webAppRoutes();
   app.use(web.routes()).use(web.allowedMethods());

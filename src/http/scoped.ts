@@ -39,3 +39,44 @@ export function unscoped(why: string): ScopedMiddleware {
   const middleware: Middleware<AuthState> = (_ctx, next) => next();
   return Object.assign(middleware, { [DECLARED_SCOPE]: { unscoped: why } });
 }
+
+/** What a route declares: the scope it needs, or why no key reaches it. */
+export type Declared = ScopedMiddleware[typeof DECLARED_SCOPE];
+
+/** What each route of a router declares, by routeKey. */
+export type RouteScopes = ReadonlyMap<string, Declared>;
+
+/**
+ * A route's key: its method and path, every parameter (`:id`, `{file_id}`)
+ * as `{}` and no trailing slash, so that a router's path and the OpenAPI
+ * document's name the same route alike.
+ */
+export const routeKey = (method: string, path: string) =>
+  `${method.toUpperCase()} ${path.replace(/:[A-Za-z0-9_]+|\{[^}]+\}/g, '{}').replace(/(.)\/+$/, '$1')}`;
+
+/** The part of a @koa/router layer this reads (its type is not exported). */
+interface RouteLayer {
+  methods: string[];
+  path: string | RegExp;
+  stack: unknown[];
+}
+
+/**
+ * Every route of `router` and what it declares (need() or unscoped()), by
+ * routeKey of its path without `prefix`. Where two routes answer the same
+ * method and path, the first registered is the one that answers.
+ * src/openapi/ documents each operation's scope from this
+ * (test/contract/openapi.test.ts).
+ */
+export function declaredScopes(router: { stack: RouteLayer[] }, prefix = ''): RouteScopes {
+  const scopes = new Map<string, Declared>();
+  for (const layer of router.stack) {
+    const declared = layer.stack.find((fn): fn is ScopedMiddleware => typeof fn === 'function' && DECLARED_SCOPE in fn);
+    if (!declared || typeof layer.path !== 'string' || !layer.path.startsWith(prefix)) continue;
+    for (const method of layer.methods) {
+      const key = routeKey(method, layer.path.slice(prefix.length) || '/');
+      if (!scopes.has(key)) scopes.set(key, declared[DECLARED_SCOPE]);
+    }
+  }
+  return scopes;
+}

@@ -19,6 +19,7 @@ import { tusPaths, withTus } from './tus.js';
 import { webhookEvents, webhookPaths, webhookSchemas } from './webhooks.js';
 import { keyPaths, keySchemas } from './keys.js';
 import { SCOPES } from '../accounts/scopes.js';
+import { routeKey, type RouteScopes } from '../http/scoped.js';
 import { requestPaths } from './requests.js';
 import {
   API_KEY,
@@ -274,8 +275,37 @@ function publicPaths(): Record<string, PathItem> {
   };
 }
 
-/** The OpenAPI 3.1.0 document of the public listener; `publicUrl` has no trailing slash. */
-export function openApiDocument(publicUrl: string): OpenApiDocument {
+const METHODS = ['get', 'post', 'delete', 'head', 'options', 'patch'] as const;
+
+/**
+ * Each key-protected operation's `security` names the scope its route
+ * declares (need(scope), src/http/scoped.ts), read from the API router
+ * itself: the document cannot name another. An operation the routes declare
+ * unscoped, or that `scopes` has no route for while that feature's routes are
+ * there, is a mistake here or there: thrown. A feature this server does not
+ * run (no tus, no webhooks) has no routes to read: its operations keep
+ * `[{ bearerAuth: [] }]`.
+ */
+function withScopes(paths: Record<string, PathItem>, scopes: RouteScopes): void {
+  const routed = new Set([...scopes.keys()].map((key) => key.split(' ')[1]!.split('/')[1]));
+  for (const [path, item] of Object.entries(paths)) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (!op || op.security !== API_KEY) continue;
+      const declared = scopes.get(routeKey(method, path));
+      if (typeof declared === 'string') op.security = [{ bearerAuth: [declared] }];
+      else if (declared || routed.has(path.split('/')[1])) throw new Error(`${method.toUpperCase()} ${path}: the API router declares no scope for it (${JSON.stringify(declared ?? 'no route')})`);
+    }
+  }
+}
+
+/**
+ * The OpenAPI 3.1.0 document of the public listener; `publicUrl` has no
+ * trailing slash. `scopes`: what the API router's routes declare
+ * (declaredScopes(router, '/api/v1')), for each operation's scope; without
+ * it every key-protected operation says `[{ bearerAuth: [] }]`.
+ */
+export function openApiDocument(publicUrl: string, scopes?: RouteScopes): OpenApiDocument {
   const s = answerSchemas(publicUrl);
   const input: DocumentInput = {
     openapi: '3.1.0',
@@ -309,6 +339,7 @@ export function openApiDocument(publicUrl: string): OpenApiDocument {
     webhooks: webhookEvents(),
     components: withTus(components(s)),
   };
+  if (scopes) withScopes(input.paths, scopes);
   // zod-openapi's input is this document with zod schemas in it; its output is the same document in JSON Schema.
   return createDocument(input as unknown as ZodOpenApiObject, { reused: 'inline' }) as unknown as OpenApiDocument;
 }

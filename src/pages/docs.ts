@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { notFound } from '../errors.js';
 import { sendStaticFile } from '../http/static-file.js';
 import { APP_CSP } from '../http/static-file.js';
+import type { RouteScopes } from '../http/scoped.js';
 
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 export const DOCS_PATH = '/docs';
@@ -51,7 +52,7 @@ const page = `<!DOCTYPE html>
  * own scripts and styles only, and no framing by other pages
  * (frame-ancestors 'none'), which would let them dress up "Try it out".
  */
-export function docsRoutes(publicUrl: string) {
+export function docsRoutes(publicUrl: string, scopes: () => RouteScopes) {
   const router = new Router();
   // Built on its first request: a server nobody reads the docs of never loads
   // the description. Swagger UI's files are read from disk per request.
@@ -59,7 +60,7 @@ export function docsRoutes(publicUrl: string) {
   const dir = swaggerUiDir();
 
   router.get(OPENAPI_PATH, async (ctx) => {
-    document ??= JSON.stringify((await import('../openapi/document.js')).openApiDocument(publicUrl));
+    document ??= JSON.stringify((await import('../openapi/document.js')).openApiDocument(publicUrl, scopes()));
     ctx.type = 'application/json';
     ctx.body = document;
   });

@@ -5,7 +5,10 @@ import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { expect } from 'chai';
+import type Router from '@koa/router';
 import { openApiDocument, type Operation, type Ref, type Response, type Schema } from '../../src/openapi/document.js';
+import { API_PREFIX, apiRoutes, type ApiDeps } from '../../src/api.js';
+import { DECLARED_SCOPE, declaredScopes, type ScopedMiddleware } from '../../src/http/scoped.js';
 import { backends } from '../helpers/databases.js';
 import { call, upload, uploadFile, type ApiResponse } from '../helpers/client.js';
 import { eventually } from '../helpers/raw-upload.js';
@@ -14,7 +17,26 @@ import { create, head, patch, terminate, uploadUrl } from '../helpers/tus.js';
 import { sharedServer } from '../helpers/shared.js';
 import { multipartBody, multipartType } from '../helpers/multipart.js';
 
-const doc = openApiDocument(PUBLIC_URL);
+/** The API router as apiRoutes builds it with every optional part on (nothing it is given is used before a request). */
+function apiRouter(): Router {
+  const none = {} as never;
+  const deps = { publicUrl: PUBLIC_URL, bodyRate: { minBytesPerSecond: 1, windowSeconds: 1 }, bodyTimeoutMs: 1000, concurrencySlots: { limitOf: () => 1 } } as unknown as Partial<ApiDeps>;
+  return apiRoutes({ ...deps, resumable: none, webhooks: none, requests: none, keys: none, audit: none } as ApiDeps) as Router;
+}
+const router = apiRouter();
+const scopes = declaredScopes(router, API_PREFIX);
+const doc = openApiDocument(PUBLIC_URL, scopes);
+
+/**
+ * What the route that answers `method path` declares (need(scope) or
+ * unscoped(why)), found as the router finds it: the first layer whose path
+ * matches and that has the method (a document path's parameters filled in).
+ */
+function declaredFor(method: string, path: string): ScopedMiddleware[typeof DECLARED_SCOPE] | undefined {
+  const url = API_PREFIX + path.replace(/\{[^}]+\}/g, 'p1');
+  const layer = router.stack.find((l) => l.match(url) && l.methods.includes(method.toUpperCase()));
+  return (layer?.stack.find((fn) => DECLARED_SCOPE in fn) as ScopedMiddleware | undefined)?.[DECLARED_SCOPE];
+}
 const DOC_ID = 'https://dropstream.test/openapi.json';
 const METHODS = ['get', 'post', 'delete', 'head', 'options', 'patch'] as const;
 /** Operations outside the key-protected API. */
@@ -102,7 +124,7 @@ describe('OpenAPI document', () => {
     expect(new Set(ids).size).to.equal(ids.length);
   });
 
-  it('when an /api/v1 operation is documented, then it requires the bearer key and documents 401, 403, 429 and 500', () => {
+  it('when an /api/v1 operation is documented, then it requires the bearer key with the scope its route declares, and documents 401, 403, 429 and 500', () => {
     expect(doc.components.securitySchemes.bearerAuth).to.include({ type: 'http', scheme: 'bearer' });
     const api = operations().filter(({ path }) => !PUBLIC_PATHS.includes(path) && !REQUEST_LINK_PATHS.includes(path));
     expect(api.map(({ path, method }) => `${method} ${path}`).sort()).to.deep.equal(
@@ -116,9 +138,22 @@ describe('OpenAPI document', () => {
       ].sort(),
     );
     for (const { path, method, op } of api) {
-      expect(op.security, `${method} ${path}`).to.deep.equal([{ bearerAuth: [] }]);
+      const declared = declaredFor(method, path);
+      expect(declared, `${method} ${path}: the route's scope`).to.be.a('string');
+      expect(op.security, `${method} ${path}`).to.deep.equal([{ bearerAuth: [declared] }]);
       for (const status of ['401', '403', '429', '500']) expect(op.responses, `${method} ${path}`).to.have.property(status);
     }
+  });
+
+  it('when a route declares another scope, then the document names that one; when a routed feature has no route for an operation, then the document is not built', () => {
+    const moved = openApiDocument(PUBLIC_URL, new Map(scopes).set('GET /files', 'stats:read'));
+    expect(moved.paths['/files']!.get!.security).to.deep.equal([{ bearerAuth: ['stats:read'] }]);
+    const missing = new Map(scopes);
+    missing.delete('DELETE /files/{}');
+    expect(() => openApiDocument(PUBLIC_URL, missing)).to.throw('DELETE /files/{file_id}');
+    // A feature this server does not run has no routes to read: its operations keep no scope.
+    const withoutTus = new Map([...scopes].filter(([key]) => !key.split(' ')[1]!.startsWith('/uploads')));
+    expect(openApiDocument(PUBLIC_URL, withoutTus).paths['/uploads']!.post!.security).to.deep.equal([{ bearerAuth: [] }]);
   });
 
   it('when a public operation is documented, then it needs no key, and only a download has a 401 (a link\'s password, Basic)', () => {
@@ -527,7 +562,7 @@ describe('docs routes', () => {
     const res = await call(`${base}/api/v1/openapi.json`);
     expect(res.status).to.equal(200);
     expect(res.headers.get('content-type')).to.match(/^application\/json/);
-    expect(res.body).to.deep.equal(JSON.parse(JSON.stringify(openApiDocument(PUBLIC_URL))));
+    expect(res.body).to.deep.equal(JSON.parse(JSON.stringify(openApiDocument(PUBLIC_URL, scopes))));
   });
 
   it('when /docs is fetched, then it is HTML that loads only local assets and points at the document', async () => {
