@@ -4,7 +4,8 @@ import { expect } from 'chai';
 import type Router from '@koa/router';
 import { SCOPES, type Scope } from '../../src/accounts/scopes.js';
 import { apiRoutes, type ApiDeps } from '../../src/api.js';
-import { DECLARED_SCOPE, type ScopedMiddleware } from '../../src/http/scoped.js';
+import { readFileSync } from 'node:fs';
+import { DECLARED_SCOPE, routeKey, type ScopedMiddleware } from '../../src/http/scoped.js';
 import { call, uploadFile } from '../helpers/client.js';
 import { sharedClock, sharedServer } from '../helpers/shared.js';
 import type { TestServer } from '../helpers/server.js';
@@ -13,10 +14,10 @@ import { create, head, patch, TUS, uploadUrl } from '../helpers/tus.js';
 type Declared = ScopedMiddleware[typeof DECLARED_SCOPE];
 
 /** Every route of the API router as apiRoutes builds it with every optional part on, and what it declares. */
-function routes(): Array<{ methods: string[]; path: string; declared: Declared[] }> {
+function routes(extra: Partial<ApiDeps> = {}): Array<{ methods: string[]; path: string; declared: Declared[] }> {
   const none = {} as never;
   const deps = { publicUrl: 'http://files.test', bodyRate: { minBytesPerSecond: 1, windowSeconds: 1 }, bodyTimeoutMs: 1000, concurrencySlots: { limitOf: () => 1 } } as unknown as Partial<ApiDeps>;
-  const router = apiRoutes({ ...deps, resumable: none, webhooks: none, requests: none, keys: none } as ApiDeps) as Router;
+  const router = apiRoutes({ ...deps, resumable: none, webhooks: none, requests: none, keys: none, ...extra } as ApiDeps) as Router;
   return router.stack.map((layer) => ({
     methods: layer.methods,
     path: String(layer.path),
@@ -51,6 +52,25 @@ describe('API keys and their scopes', () => {
       if (typeof scope === 'string') expect(SCOPES, path).to.include(scope);
       else expect(scope!.unscoped, path).to.be.a('string').and.not.empty;
     }
+  });
+
+  it('when docs/keys.md\'s table of scopes is read, then it names for every route the scope the route declares, and no route that is not there', () => {
+    // Each row: the scope, then `METHOD /path` items (one route) and bare `/prefix` items (every route under it).
+    const rows = readFileSync('docs/keys.md', 'utf8').split('\n').filter((line) => /^\| `[a-z]+:[a-z]+` \|/.test(line)).map((line) => {
+      const [scope, ...items] = [...line.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+      return { scope, exact: items.filter((i) => /^[A-Z]+ \//.test(i)).map((i) => routeKey(i.split(' ')[0]!, i.split(' ')[1]!)), under: items.filter((i) => i.startsWith('/')) };
+    });
+    expect(rows.map((r) => r.scope)).to.have.members([...SCOPES]);
+    const declared = new Map<string, Declared>();
+    for (const { methods, path, declared: [scope] } of routes({ audit: {} as never })) {
+      for (const method of methods) if (method !== 'HEAD' && typeof scope === 'string') declared.set(routeKey(method, path.replace(/^\/api\/v1/, '')), scope);
+    }
+    for (const [route, scope] of declared) {
+      const path = route.split(' ')[1]!;
+      const row = rows.find((r) => r.exact.includes(route)) ?? rows.find((r) => r.under.some((prefix) => path === prefix || path.startsWith(`${prefix}/`)));
+      expect(row?.scope, `${route} in docs/keys.md`).to.equal(scope);
+    }
+    for (const { scope, exact } of rows) for (const route of exact) expect(declared.get(route), `docs/keys.md's ${route}`).to.equal(scope);
   });
 
   it('when a key holding every scope but the one a route needs calls it, then every route answers 403 insufficient_scope naming that scope', async () => {
