@@ -16,7 +16,7 @@ import { S3ObjectStore } from '../../src/storage/s3.js';
 import { call, upload, uploadFile } from '../helpers/client.js';
 import { testClock } from '../helpers/clock.js';
 import { backends } from '../helpers/databases.js';
-import { startRawUpload, writeBytes } from '../helpers/raw-upload.js';
+import { eventually, startRawUpload, writeBytes } from '../helpers/raw-upload.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 import { create, metadata, patch, terminate, uploadUrl } from '../helpers/tus.js';
@@ -198,6 +198,10 @@ describe('the sweep deletes expired files', function () {
           const short = (await upload(t.server.url, apiKey, [{ name: 'expires_in', content: '1' }, { name: 'file', filename: 'short.txt', content: 'x'.repeat(1000) }])).body;
           expect(await objects()).to.equal(2);
           expect((await call(t.url(short.public_link))).status, 'not expired before its second').to.equal(200);
+          // That download is counted once its response has ended, in a statement that locks the file's row; the
+          // sweep passes over locked rows (SKIP LOCKED), so it waits for the count rather than racing it.
+          const counted = async () => Number((await t.server.db.prisma.file.findUnique({ where: { id: short.file_id } }))?.downloadCount ?? 0);
+          await eventually(counted, (n) => n === 1, 10_000);
           clock.advance(1100);
           expect((await call(t.url(short.public_link))).body.error.code).to.equal('link_expired');
           const swept = await t.admin('POST', '/admin/gc', { grace_seconds: 3600 });
