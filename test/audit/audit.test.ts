@@ -5,8 +5,7 @@
 import { expect } from 'chai';
 import { truncateAddress } from '../../src/audit/actor.js';
 import { call, uploadFile } from '../helpers/client.js';
-import { sharedServer } from '../helpers/shared.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
 import { create, patch, uploadUrl } from '../helpers/tus.js';
 import { eventually } from '../helpers/raw-upload.js';
 import { newRequest, sendFile } from '../requests/helpers.js';
@@ -14,10 +13,11 @@ import { newRequest, sendFile } from '../requests/helpers.js';
 const json = (key: string, method: string, body?: unknown) => ({ method, key, headers: { 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
 
 describe('the audit trail', () => {
-  let t: TestServer;
+  let t: BuiltTestServer;
   before(async () => {
-    t = await sharedServer('pglite');
+    t = await buildTestServer('pglite');
   });
+  after(() => t?.close());
 
   const events = async (key: string, query = '') => {
     const res = await call(t.url(`/api/v1/audit${query}`), { key });
@@ -37,13 +37,13 @@ describe('the audit trail', () => {
     const { accountId, apiKey: owner } = await t.account();
     const made = await call(t.url('/api/v1/keys'), json(owner, 'POST', { name: 'CI', scopes: ['files:write', 'files:delete', 'links:write'] }));
     const ci = made.body.key;
-    const file = (await uploadFile(t.server.url, ci.api_key, 'a.txt', 'a')).body;
-    const tus = uploadUrl(t.server.url, await create(t.server.url, ci.api_key, { length: 2, filename: 'b.bin' }));
+    const file = (await uploadFile(t.baseUrl, ci.api_key, 'a.txt', 'a')).body;
+    const tus = uploadUrl(t.baseUrl, await create(t.baseUrl, ci.api_key, { length: 2, filename: 'b.bin' }));
     expect((await patch(tus, ci.api_key, 0, Buffer.from('bb'))).status).to.equal(204);
     const link = (await call(t.url(`/api/v1/files/${file.file_id}/links`), json(ci.api_key, 'POST', {}))).body.link;
     expect((await call(t.url(`/api/v1/files/${file.file_id}/links/${link.link_id}`), { method: 'DELETE', key: ci.api_key })).status).to.equal(200);
     const request = await newRequest(t, owner);
-    expect((await sendFile(t.server.url, request, 'outsider.txt', 'o')).status).to.equal(201);
+    expect((await sendFile(t.baseUrl, request, 'outsider.txt', 'o')).status).to.equal(201);
     expect((await call(t.url(`/api/v1/requests/${request.request_id}`), { method: 'DELETE', key: owner })).status).to.equal(200);
     const hook = (await call(t.url('/api/v1/webhooks'), json(owner, 'POST', { url: 'https://example.com/h' }))).body.webhook;
     expect((await call(t.url(`/api/v1/webhooks/${hook.webhook_id}/rotate-secret`), { method: 'POST', key: owner })).status).to.equal(200);
@@ -69,7 +69,7 @@ describe('the audit trail', () => {
 
   it('when the trail is asked for one action or a time window, page by page, then only those rows come, with the list\'s pagination', async () => {
     const { apiKey } = await t.account();
-    for (let i = 0; i < 3; i++) expect((await uploadFile(t.server.url, apiKey, `${i}.txt`, 'x')).status).to.equal(201);
+    for (let i = 0; i < 3; i++) expect((await uploadFile(t.baseUrl, apiKey, `${i}.txt`, 'x')).status).to.equal(201);
     const res = await call(t.url('/api/v1/audit?action=file.uploaded&limit=2&page=2'), { key: apiKey });
     expect(res.body.pagination).to.deep.equal({ page: 2, limit: 2, total: 3, pages: 2 });
     expect(res.body.events).to.have.length(1);
@@ -82,11 +82,11 @@ describe('the audit trail', () => {
 
   it('when files are uploaded and deleted at once, then the rows match the facts: every file has its upload row, every delete its row, and no row names a fact that did not happen', async () => {
     const { accountId, apiKey } = await t.account();
-    const uploads = await Promise.all(Array.from({ length: 16 }, (_, i) => uploadFile(t.server.url, apiKey, `c${i}.txt`, 'c')));
+    const uploads = await Promise.all(Array.from({ length: 16 }, (_, i) => uploadFile(t.baseUrl, apiKey, `c${i}.txt`, 'c')));
     const ids = uploads.map((u) => u.body.file_id as number);
     const deletes = await Promise.all(ids.slice(0, 8).flatMap((id) => [1, 2].map(() => call(t.url(`/api/v1/files/${id}`), { method: 'DELETE', key: apiKey }))));
     expect(deletes.filter((d) => d.status === 200)).to.have.length(8); // each file deleted once; its second delete is 404
-    const prisma = t.server.db.prisma;
+    const prisma = t.built.db.prisma;
     const files = (await prisma.file.findMany({ where: { accountId }, select: { id: true } })).map((f) => String(f.id));
     const rows = await prisma.auditEvent.findMany({ where: { accountId }, select: { action: true, subject: true } });
     const uploaded = rows.filter((r) => r.action === 'file.uploaded').map((r) => r.subject).sort();
@@ -98,9 +98,9 @@ describe('the audit trail', () => {
 
   it('when the sweep removes a file past its expiry, then its file.deleted row is written with it, by the system', async () => {
     const { accountId, apiKey } = await t.account();
-    const up = await uploadFile(t.server.url, apiKey, 'expiring.txt', 'e');
+    const up = await uploadFile(t.baseUrl, apiKey, 'expiring.txt', 'e');
     expect(up.status).to.equal(201);
-    const prisma = t.server.db.prisma;
+    const prisma = t.built.db.prisma;
     await prisma.file.update({ where: { id: up.body.file_id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     await t.admin('POST', '/admin/gc', {});
     expect(await prisma.file.findUnique({ where: { id: up.body.file_id } })).to.equal(null);
@@ -110,9 +110,9 @@ describe('the audit trail', () => {
 
   it('when the sweep runs, then audit rows older than AUDIT_RETENTION_DAYS (365) go and newer ones stay', async () => {
     const { accountId, apiKey } = await t.account();
-    expect((await uploadFile(t.server.url, apiKey, 'kept.txt', 'k')).status).to.equal(201);
+    expect((await uploadFile(t.baseUrl, apiKey, 'kept.txt', 'k')).status).to.equal(201);
     const old = new Date(Date.now() - 366 * 86_400_000);
-    await t.server.db.prisma.auditEvent.create({ data: { accountId, action: 'file.uploaded', subject: '1', actor: 'key', createdAt: old } });
+    await t.built.db.prisma.auditEvent.create({ data: { accountId, action: 'file.uploaded', subject: '1', actor: 'key', createdAt: old } });
     expect(await events(apiKey)).to.have.length(2);
     await t.admin('POST', '/admin/gc', {});
     const left = await events(apiKey);
@@ -122,14 +122,14 @@ describe('the audit trail', () => {
 
   it('when AUDIT_DOWNLOADS is on, then each complete download leaves one row with the client\'s network and no key, a range none; off, downloads leave none', async () => {
     const { apiKey: offKey } = await t.account();
-    const offLink = (await uploadFile(t.server.url, offKey, 'off.txt', 'off')).body.public_link as string;
-    expect((await fetch(t.url(offLink))).status).to.equal(200);
-    const on = await startTestServer('pglite', { AUDIT_DOWNLOADS: 'true' });
+    const offLink = (await uploadFile(t.baseUrl, offKey, 'off.txt', 'off')).body.public_link as string;
+    expect((await t.fetch(t.url(offLink))).status).to.equal(200);
+    const on = await buildTestServer('pglite', { AUDIT_DOWNLOADS: 'true' });
     try {
       const { apiKey } = await on.account();
-      const file = (await uploadFile(on.server.url, apiKey, 'on.txt', 'on bytes')).body;
-      await (await fetch(on.url(file.public_link))).arrayBuffer();
-      await (await fetch(on.url(file.public_link), { headers: { Range: 'bytes=0-1' } })).arrayBuffer();
+      const file = (await uploadFile(on.baseUrl, apiKey, 'on.txt', 'on bytes')).body;
+      await (await on.fetch(on.url(file.public_link))).arrayBuffer();
+      await (await on.fetch(on.url(file.public_link), { headers: { Range: 'bytes=0-1' } })).arrayBuffer();
       const trail = await eventually(async () => (await call(on.url('/api/v1/audit?action=file.downloaded'), { key: apiKey })).body.events, (rows) => rows.length > 0);
       expect(trail).to.have.length(1);
       expect(trail[0]).to.deep.include({ action: 'file.downloaded', subject: String(file.file_id), actor: 'link', key_id: null, client_address: '127.0.0.0/24' });

@@ -11,7 +11,7 @@ import { Sweeper, type SweepStep } from '../../src/files/sweeper.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
 import { backends } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
 
 // Long enough for the next sweep to come within the claim on a loaded machine
 // (1 s did not always); the sweep after it is polled for until the claim ran out.
@@ -21,13 +21,13 @@ class Crash extends Error {}
 
 for (const backend of backends) {
   describe(`faults: a sweep interrupted between its steps (${backend})`, () => {
-    let t: TestServer;
+    let t: TestDatabase;
     let store: LocalObjectStore;
     let sweeper: (options?: ConstructorParameters<typeof Sweeper>[4]) => Sweeper;
 
     before(async () => {
-      t = await startTestServer(backend, { GC_INTERVAL: '0' });
-      const prisma = t.server.db.prisma;
+      t = await testDatabase(backend);
+      const prisma = t.prisma;
       store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
       sweeper = (options) => new Sweeper(prisma, store, new UploadLedger(prisma), undefined, options);
     });
@@ -35,14 +35,14 @@ for (const backend of backends) {
 
     /** Keys of the objects in the store. */
     const objects = async () => (await t.objects()).map((p) => relative(join(t.dataDir, 'objects'), p)).sort();
-    const records = async () => (await t.server.db.prisma.pendingObject.findMany({ select: { storageKey: true } })).map((r) => r.storageKey).sort();
+    const records = async () => (await t.prisma.pendingObject.findMany({ select: { storageKey: true } })).map((r) => r.storageKey).sort();
 
     /** Three objects of deleted files, each with its record. */
     async function leftovers(run: string): Promise<string[]> {
       const keys = ['a', 'b', 'c'].map((k) => `sweep-${run}/${k}`);
       for (const key of keys) {
         await store.put(key, Readable.from([Buffer.from(key)]));
-        await t.server.db.prisma.pendingObject.create({ data: { storageKey: key, reason: 'delete' } });
+        await t.prisma.pendingObject.create({ data: { storageKey: key, reason: 'delete' } });
       }
       return keys;
     }

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { backends } from '../helpers/databases.js';
 import { call, uploadFile } from '../helpers/client.js';
-import { PUBLIC_URL, type TestServer } from '../helpers/server.js';
-import { sharedServer } from '../helpers/shared.js';
+import { PUBLIC_URL } from '../helpers/server.js';
+import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
 
 // The spec's six fields, expires_at (issue 23: null unless the upload asked for an expiry) and
 // request_id (issue 45: null unless the file came through a file request).
@@ -10,10 +10,11 @@ const FILE_FIELDS = ['download_count', 'expires_at', 'file_id', 'filename', 'pub
 
 for (const backend of backends) {
   describe(`files: list, info, delete (${backend})`, () => {
-    let t: TestServer;
+    let t: BuiltTestServer;
     before(async () => {
-      t = await sharedServer(backend);
+      t = await buildTestServer(backend);
     });
+    after(() => t?.close());
 
     describe('GET /files', () => {
       let key: string;
@@ -21,7 +22,7 @@ for (const backend of backends) {
       before(async () => {
         ({ apiKey: key } = await t.account());
         ids = [];
-        for (let i = 0; i < 45; i++) ids.push((await uploadFile(t.server.url, key, `f${i}.txt`, 'x'.repeat(i))).body.file_id);
+        for (let i = 0; i < 45; i++) ids.push((await uploadFile(t.baseUrl, key, `f${i}.txt`, 'x'.repeat(i))).body.file_id);
       });
       const list = (query = '') => call(t.url(`/api/v1/files${query}`), { key });
 
@@ -79,7 +80,7 @@ for (const backend of backends) {
 
       it("when another account lists, then it sees none of this account's files", async () => {
         const { apiKey } = await t.account();
-        await uploadFile(t.server.url, apiKey, 'mine.txt', 'x');
+        await uploadFile(t.baseUrl, apiKey, 'mine.txt', 'x');
         const res = await call(t.url('/api/v1/files'), { key: apiKey });
         expect(res.body.files.map((f: { filename: string }) => f.filename)).to.deep.equal(['mine.txt']);
       });
@@ -88,7 +89,7 @@ for (const backend of backends) {
     describe('GET /files/{file_id}', () => {
       it('when the file exists, then all six fields and expires_at come back in `file`', async () => {
         const { apiKey } = await t.account();
-        const up = await uploadFile(t.server.url, apiKey, 'info.txt', 'hello');
+        const up = await uploadFile(t.baseUrl, apiKey, 'info.txt', 'hello');
         const res = await call(t.url(`/api/v1/files/${up.body.file_id}`), { key: apiKey });
         expect(res.status).to.equal(200);
         expect(Object.keys(res.body).sort()).to.deep.equal(['file', 'success']);
@@ -110,7 +111,7 @@ for (const backend of backends) {
       it("when the id is another account's file, then 404 with the same body as a missing file", async () => {
         const owner = await t.account();
         const other = await t.account();
-        const up = await uploadFile(t.server.url, owner.apiKey, 'private.txt', 'secret');
+        const up = await uploadFile(t.baseUrl, owner.apiKey, 'private.txt', 'secret');
         const foreign = await call(t.url(`/api/v1/files/${up.body.file_id}`), { key: other.apiKey });
         const missing = await call(t.url('/api/v1/files/999999999'), { key: other.apiKey });
         expect(foreign.status).to.equal(404);
@@ -124,7 +125,7 @@ for (const backend of backends) {
       it('when the file is deleted, then the row and the object are gone and the link is dead', async () => {
         const { apiKey } = await t.account();
         const before = await t.objects();
-        const up = await uploadFile(t.server.url, apiKey, 'bye.txt', 'bye');
+        const up = await uploadFile(t.baseUrl, apiKey, 'bye.txt', 'bye');
         expect(await t.objects()).to.have.length(before.length + 1);
         const res = await call(t.url(`/api/v1/files/${up.body.file_id}`), { method: 'DELETE', key: apiKey });
         expect(res.status).to.equal(200);
@@ -139,7 +140,7 @@ for (const backend of backends) {
       it("when the id is another account's file, then 404, identical to a missing one, and the file survives", async () => {
         const owner = await t.account();
         const other = await t.account();
-        const up = await uploadFile(t.server.url, owner.apiKey, 'keep.txt', 'keep');
+        const up = await uploadFile(t.baseUrl, owner.apiKey, 'keep.txt', 'keep');
         const foreign = await call(t.url(`/api/v1/files/${up.body.file_id}`), { method: 'DELETE', key: other.apiKey });
         const missing = await call(t.url('/api/v1/files/999999999'), { method: 'DELETE', key: other.apiKey });
         expect(foreign.status).to.equal(404);
@@ -166,8 +167,8 @@ for (const backend of backends) {
           limits: { max_file_size: 10737418240, daily_uploads: 1000, concurrent_uploads: 8, max_total_size: null, max_expires_in: null },
           plan: 'business',
         });
-        const a = await uploadFile(t.server.url, apiKey, 'a.txt', 'a'.repeat(100));
-        await uploadFile(t.server.url, apiKey, 'b.txt', 'b'.repeat(23));
+        const a = await uploadFile(t.baseUrl, apiKey, 'a.txt', 'a'.repeat(100));
+        await uploadFile(t.baseUrl, apiKey, 'b.txt', 'b'.repeat(23));
         expect((await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats).to.deep.equal({ total_files: 2, total_size: 123, reserved_size: 0 });
         await call(t.url(`/api/v1/files/${a.body.file_id}`), { method: 'DELETE', key: apiKey });
         expect((await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats).to.deep.equal({ total_files: 1, total_size: 23, reserved_size: 0 });

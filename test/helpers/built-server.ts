@@ -7,12 +7,21 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type Koa from 'koa';
 import { inject, type InjectOptions } from 'light-my-request';
 import { buildServer, type BuiltServer, type ServerOptions } from '../../src/server.js';
-import { callWith, type ApiResponse } from './client.js';
+import { callWith, injectOrigin, type ApiResponse } from './client.js';
 import type { Backend } from './databases.js';
-import { PUBLIC_URL, prepareTestServer, ROOMY_PLAN, ROOMY_PLAN_FIELDS } from './server.js';
+import { PUBLIC_URL, prepareTestServer, ROOMY_PLAN, ROOMY_PLAN_FIELDS, storeFiles } from './server.js';
 
 export interface BuiltTestServer {
   built: BuiltServer;
+  /**
+   * A made-up origin (http://built-N.test) that stands for the public app:
+   * test/helpers/client.ts's call() and the helpers on it (upload, tus,
+   * file requests) send URLs on it into the app, as they would to a
+   * listening server's URL.
+   */
+  baseUrl: string;
+  /** The baseUrl URL for a path, or for a public link (whose host is PUBLIC_URL). */
+  url(pathOrLink: string): string;
   /** A request to the public app as fetch makes it, for a path or a public link (whose host is PUBLIC_URL). */
   fetch(pathOrLink: string, init?: RequestInit): Promise<Response>;
   /** As test/helpers/client.ts's call(): the body parsed when it is JSON; `key` sets the Bearer header. */
@@ -21,10 +30,18 @@ export interface BuiltTestServer {
   admin(method: string, path: string, body?: unknown): Promise<any>;
   /** A new account on `plan` (default: the roomy test plan), with its API key. */
   account(plan?: string): Promise<{ accountId: number; apiKey: string }>;
+  /** Sets (creates or updates) a plan through the admin API. */
+  plan(name: string, fields: Record<string, unknown>): Promise<void>;
+  dataDir: string;
+  /** Every object file in the local store, excluding the temp folder. */
+  objects(): Promise<string[]>;
+  /** Files left in the store's temp folder. */
+  tempFiles(): Promise<string[]>;
   close(): Promise<void>;
 }
 
 const NO_BODY = new Set([101, 204, 205, 304]);
+let builtCount = 0;
 
 function responseHeaders(raw: OutgoingHttpHeaders): Headers {
   const headers = new Headers();
@@ -51,7 +68,7 @@ async function injectFetch(app: Koa, url: string, init: RequestInit = {}): Promi
 }
 
 export async function buildTestServer(backend: Backend, env: Record<string, string> = {}, options?: ServerOptions): Promise<BuiltTestServer> {
-  const { config, logger, cleanUp } = await prepareTestServer(backend, env);
+  const { config, dataDir, logger, cleanUp } = await prepareTestServer(backend, env);
   let built: BuiltServer;
   try {
     built = await buildServer(config, logger, options);
@@ -70,9 +87,14 @@ export async function buildTestServer(backend: Backend, env: Record<string, stri
     return json;
   };
   await admin('PUT', `/admin/plans/${ROOMY_PLAN}`, ROOMY_PLAN_FIELDS);
+  const baseUrl = `http://built-${++builtCount}.test`;
+  const url = (pathOrLink: string) => baseUrl + (pathOrLink.startsWith(PUBLIC_URL) ? pathOrLink.slice(PUBLIC_URL.length) : pathOrLink);
   const fetchApp = (pathOrLink: string, init?: RequestInit) => injectFetch(built.app, pathOrLink, init);
+  const forget = injectOrigin(baseUrl, fetchApp);
   return {
     built,
+    baseUrl,
+    url,
     fetch: fetchApp,
     call: (pathOrLink, init = {}) => callWith(fetchApp, pathOrLink, init),
     admin,
@@ -80,7 +102,13 @@ export async function buildTestServer(backend: Backend, env: Record<string, stri
       const res = await admin('POST', '/admin/accounts', { plan });
       return { accountId: res.account_id, apiKey: res.api_key };
     },
+    async plan(name, fields) {
+      await admin('PUT', `/admin/plans/${name}`, fields);
+    },
+    dataDir,
+    ...storeFiles(dataDir),
     async close() {
+      forget();
       await built.close();
       await cleanUp();
     },

@@ -7,8 +7,25 @@ export interface ApiResponse {
   text: string;
 }
 
-/** One API call with fetch; the body is parsed as JSON when it is JSON. */
-export const call = (url: string, init: RequestInit & { key?: string } = {}): Promise<ApiResponse> => callWith(fetch, url, init);
+type Send = (url: string, init: RequestInit) => Promise<Response>;
+
+/**
+ * Apps built without a port (helpers/built-server.ts), by the made-up origin
+ * their test URLs use: call() and the helpers built on it (upload, the tus
+ * and file request helpers) send there through inject, anything else with fetch.
+ */
+const injected = new Map<string, Send>();
+
+/** Sends `call()`s for `origin` to `send`, until the returned function is called. */
+export function injectOrigin(origin: string, send: Send): () => void {
+  injected.set(origin, send);
+  return () => void injected.delete(origin);
+}
+
+const sendFor = (url: string): Send => injected.get(new URL(url).origin) ?? fetch;
+
+/** One API call with fetch (or into a built app, for its origin); the body is parsed as JSON when it is JSON. */
+export const call = (url: string, init: RequestInit & { key?: string } = {}): Promise<ApiResponse> => callWith(sendFor(url), url, init);
 
 /** One API call through `send` (fetch, or a built app's injector): the key as a bearer token, the body parsed as JSON when it is JSON. */
 export async function callWith(send: (url: string, init: RequestInit) => Promise<Response>, url: string, init: RequestInit & { key?: string } = {}): Promise<ApiResponse> {

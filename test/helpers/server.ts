@@ -42,6 +42,14 @@ async function walk(dir: string): Promise<string[]> {
   return out;
 }
 
+/** What a test server's local store under `dataDir` holds: its objects (the temp folder excluded), and the files left in its temp folder. */
+export function storeFiles(dataDir: string): { objects(): Promise<string[]>; tempFiles(): Promise<string[]> } {
+  return {
+    objects: async () => (await walk(join(dataDir, 'objects'))).filter((p) => !p.includes(`${join('objects', '.tmp')}`)),
+    tempFiles: () => walk(join(dataDir, 'objects', '.tmp')),
+  };
+}
+
 async function adminCall(server: RunningServer, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(server.adminUrl + path, {
     method,
@@ -123,8 +131,7 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
       await admin('PUT', `/admin/plans/${name}`, fields);
     },
     url: (pathOrLink) => server.url + (pathOrLink.startsWith(PUBLIC_URL) ? pathOrLink.slice(PUBLIC_URL.length) : pathOrLink),
-    objects: async () => (await walk(join(dataDir, 'objects'))).filter((p) => !p.includes(`${join('objects', '.tmp')}`)),
-    tempFiles: () => walk(join(dataDir, 'objects', '.tmp')),
+    ...storeFiles(dataDir),
     async close() {
       await server.close();
       await cleanUp();

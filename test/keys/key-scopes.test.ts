@@ -7,8 +7,8 @@ import { apiRoutes, type ApiDeps } from '../../src/api.js';
 import { readFileSync } from 'node:fs';
 import { DECLARED_SCOPE, routeKey, type ScopedMiddleware } from '../../src/http/scoped.js';
 import { call, uploadFile } from '../helpers/client.js';
-import { sharedClock, sharedServer } from '../helpers/shared.js';
-import type { TestServer } from '../helpers/server.js';
+import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
+import { testClock } from '../helpers/clock.js';
 import { create, head, patch, TUS, uploadUrl } from '../helpers/tus.js';
 
 type Declared = ScopedMiddleware[typeof DECLARED_SCOPE];
@@ -25,22 +25,24 @@ function routes(extra: Partial<ApiDeps> = {}): Array<{ methods: string[]; path: 
   }));
 }
 
-const makeKey = (t: TestServer, key: string, body: Record<string, unknown>) =>
+const makeKey = (t: BuiltTestServer, key: string, body: Record<string, unknown>) =>
   call(t.url('/api/v1/keys'), { method: 'POST', key, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
 
-const keyOf = async (t: TestServer, key: string, body: Record<string, unknown>): Promise<string> => {
+const keyOf = async (t: BuiltTestServer, key: string, body: Record<string, unknown>): Promise<string> => {
   const res = await makeKey(t, key, { name: 'test', ...body });
   expect(res.status, res.text).to.equal(201);
   return res.body.key.api_key as string;
 };
 
 describe('API keys and their scopes', () => {
-  let t: TestServer;
+  let t: BuiltTestServer;
   let full: string;
+  const clock = testClock();
   before(async () => {
-    t = await sharedServer('pglite');
+    t = await buildTestServer('pglite', {}, { clock });
     ({ apiKey: full } = await t.account());
   });
+  after(() => t?.close());
 
   it('when every route of the API router is walked, then each declares the scope it needs (or why no key reaches it)', () => {
     const all = routes();
@@ -95,11 +97,11 @@ describe('API keys and their scopes', () => {
 
   it('when a key holds files:write only, then it uploads by plain POST and by tus, and cannot list, read or delete', async () => {
     const uploader = await keyOf(t, full, { scopes: ['files:write'] });
-    const plain = await uploadFile(t.server.url, uploader, 'plain.txt', 'plain bytes');
+    const plain = await uploadFile(t.baseUrl, uploader, 'plain.txt', 'plain bytes');
     expect(plain.status, plain.text).to.equal(201);
-    const created = await create(t.server.url, uploader, { length: 6, filename: 'tus.bin' });
+    const created = await create(t.baseUrl, uploader, { length: 6, filename: 'tus.bin' });
     expect(created.status).to.equal(201);
-    const url = uploadUrl(t.server.url, created);
+    const url = uploadUrl(t.baseUrl, created);
     expect((await patch(url, uploader, 0, Buffer.from('abc'))).status).to.equal(204);
     expect((await head(url, uploader)).headers.get('upload-offset')).to.equal('3');
     expect((await patch(url, uploader, 3, Buffer.from('def'))).status).to.equal(204);
@@ -146,7 +148,7 @@ describe('API keys and their scopes', () => {
   it('when a key expires, then it is refused with 401 from that second on', async () => {
     const brief = await keyOf(t, full, { scopes: ['stats:read'], expires_in: 1 });
     expect((await call(t.url('/api/v1/stats'), { key: brief })).status).to.equal(200);
-    sharedClock('pglite').advance(1000);
+    clock.advance(1000);
     expect((await call(t.url('/api/v1/stats'), { key: brief })).status).to.equal(401);
   });
 

@@ -8,20 +8,20 @@ import pg from 'pg';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
 
 if (backends.includes('postgresql')) {
   describe('SQL statements of API keys (postgresql)', function () {
     this.timeout(60_000);
-    let t: TestServer;
+    let t: BuiltTestServer;
     const seen: string[] = [];
     let counting = false;
     const query = pg.Client.prototype.query;
 
     before(async () => {
       // The webhook relay's look for due messages, put off: only the requests' statements count.
-      t = await startTestServer('postgresql', {}, undefined, { webhooks: { pollMs: 3_600_000 } });
-      const name = (await t.server.db.prisma.$queryRaw<{ name: string }[]>`SELECT current_database() AS name`)[0]!.name;
+      t = await buildTestServer('postgresql', {}, { webhooks: { pollMs: 3_600_000 } });
+      const name = (await t.built.db.prisma.$queryRaw<{ name: string }[]>`SELECT current_database() AS name`)[0]!.name;
       pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
         const first = args[0] as string | { text?: string };
         if (counting && this.database === name) seen.push((typeof first === 'string' ? first : (first?.text ?? '')).trim().replace(/\s+/g, ' '));
@@ -37,7 +37,7 @@ if (backends.includes('postgresql')) {
 
     it('when a key makes 100 requests, 20 at a time, then its last_used_at is written once, after the first, and the list shows it', async () => {
       const { apiKey } = await t.account();
-      const id = (await uploadFile(t.server.url, apiKey, 'a.txt', 'a')).body.file_id as number;
+      const id = (await uploadFile(t.baseUrl, apiKey, 'a.txt', 'a')).body.file_id as number;
       // The upload wrote it (the key's first request); the next minute's requests write nothing more.
       const before = await eventually(async () => (await call(t.url('/api/v1/keys'), { key: apiKey })).body.keys[0].last_used_at, (v) => v !== null);
       expect(before).to.be.a('string');
@@ -71,7 +71,7 @@ if (backends.includes('postgresql')) {
 
     it('when a file is read by its id with a warm key, then each request is one statement, as before keys had scopes', async () => {
       const { apiKey } = await t.account();
-      const id = (await uploadFile(t.server.url, apiKey, 'b.txt', 'b')).body.file_id as number;
+      const id = (await uploadFile(t.baseUrl, apiKey, 'b.txt', 'b')).body.file_id as number;
       await eventually(async () => (await call(t.url('/api/v1/keys'), { key: apiKey })).body.keys[0].last_used_at, (v) => v !== null);
       seen.length = 0;
       counting = true;

@@ -21,7 +21,7 @@ import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
 import { backends } from '../helpers/databases.js';
 import { sleep } from '../helpers/raw-upload.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
 
 /** Slots a day: far more than the tests take. */
 const LIMIT = 1000;
@@ -31,7 +31,7 @@ const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 for (const backend of backends) {
   describe(`ledger: pending records, their claims, slots and reservations (${backend})`, function () {
     this.timeout(60_000);
-    let t: TestServer;
+    let t: TestDatabase;
     let prisma: PrismaClient;
     let store: LocalObjectStore;
     let quota: DailyUploads;
@@ -39,8 +39,8 @@ for (const backend of backends) {
     let accountId: number;
 
     before(async () => {
-      t = await startTestServer(backend, { GC_INTERVAL: '0' });
-      prisma = t.server.db.prisma;
+      t = await testDatabase(backend);
+      prisma = t.prisma;
       store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
       quota = new DailyUploads(prisma);
       ledger = new UploadLedger(prisma);

@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { call, uploadFile } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
 import { metadata, OCTETS, TUS } from '../helpers/tus.js';
 import { linkPath, newRequest } from './helpers.js';
 
@@ -22,9 +22,9 @@ const wireTime = (date: string) => Date.parse(`${date.replace(' ', 'T')}Z`);
 for (const backend of backends) {
   describe(`file requests: what an outsider can hold of the owner's plan (${backend})`, function () {
     this.timeout(60_000);
-    let t: TestServer;
+    let t: BuiltTestServer;
     before(async () => {
-      t = await startTestServer(backend, { GC_INTERVAL: '0', REQUEST_LINK_UPLOADS_PER_HOUR: '1000' });
+      t = await buildTestServer(backend, { GC_INTERVAL: '0', REQUEST_LINK_UPLOADS_PER_HOUR: '1000' });
       await t.plan('twenty-a-day', { ...PLAN, daily_uploads: 20 });
       await t.plan('ten-mib', { ...PLAN, daily_uploads: 1000, max_total_size: 10 * MiB });
     });
@@ -51,7 +51,7 @@ for (const backend of backends) {
     it('when an outsider makes 20 empty tus creations through a request made with defaults, then 10 are refused request_full before any upload is made, and the owner keeps uploads of the day', async () => {
       const { apiKey } = await t.account('twenty-a-day');
       const request = await newRequest(t, apiKey, {});
-      const created = async () => Number(/ (\d+)$/m.exec(await t.server.metrics.registry.getSingleMetricAsString('dropstream_resumable_uploads_created_total'))?.[1] ?? 0);
+      const created = async () => Number(/ (\d+)$/m.exec(await t.built.metrics.registry.getSingleMetricAsString('dropstream_resumable_uploads_created_total'))?.[1] ?? 0);
       const createdBefore = await created();
       const answers = [];
       for (let i = 0; i < 20; i++) answers.push(await createThroughLink(request, { 'Upload-Defer-Length': '1' }));
@@ -59,7 +59,7 @@ for (const backend of backends) {
       // The place is taken as the upload opens (src/intake), before its row and store upload exist: a refused one made neither.
       expect((await created()) - createdBefore, 'uploads made').to.equal(10);
       expect(answers[19]!.body.error.code).to.equal('request_full');
-      expect((await uploadFile(t.server.url, apiKey, 'mine.txt', 'mine')).status).to.equal(201);
+      expect((await uploadFile(t.baseUrl, apiKey, 'mine.txt', 'mine')).status).to.equal(201);
       // The owner sees them: 10 uploads in progress, nothing stored yet.
       const got = await call(t.url(`/api/v1/requests/${request.request_id}`), { key: apiKey });
       expect(got.body.request).to.include({ uploads_in_progress: 10, bytes_held: 0 });
@@ -72,7 +72,7 @@ for (const backend of backends) {
       for (let i = 0; i < 2; i++) {
         const created = await createThroughLink(request, { 'Upload-Length': String(5 * MiB) });
         expect(created.status).to.equal(201);
-        const patched = await call(t.server.url + created.headers.get('location'), {
+        const patched = await call(t.baseUrl + created.headers.get('location'), {
           method: 'PATCH',
           headers: { ...TUS, ...OCTETS, 'Upload-Offset': '0' },
           body: new Uint8Array(Buffer.alloc(sent, i)),
@@ -86,15 +86,15 @@ for (const backend of backends) {
       expect(held.uploads_in_progress).to.equal(2);
       expect(held.bytes_held).to.be.at.least(2 * sent);
       // The owner has no room left ...
-      expect((await uploadFile(t.server.url, apiKey, 'mine.bin', Buffer.alloc(2 * MiB))).body.error.code).to.equal('storage_quota_exceeded');
+      expect((await uploadFile(t.baseUrl, apiKey, 'mine.bin', Buffer.alloc(2 * MiB))).body.error.code).to.equal('storage_quota_exceeded');
       // ... until the request is closed: its uploads end and their bytes and slots come back with the close.
       expect((await call(t.url(`/api/v1/requests/${request.request_id}`), { method: 'DELETE', key: apiKey })).status).to.equal(200);
       const after = (await call(t.url('/api/v1/stats'), { key: apiKey })).body.stats;
       expect(after).to.include({ total_size: 0, reserved_size: 0 });
-      const { prisma } = t.server.db;
+      const { prisma } = t.built.db;
       expect(await prisma.pendingObject.count({ where: { accountId } })).to.equal(0);
       expect((await prisma.dailyUpload.findMany({ where: { accountId } })).reduce((sum, d) => sum + d.count, 0)).to.equal(0);
-      expect((await uploadFile(t.server.url, apiKey, 'mine.bin', Buffer.alloc(5 * MiB))).status).to.equal(201);
+      expect((await uploadFile(t.baseUrl, apiKey, 'mine.bin', Buffer.alloc(5 * MiB))).status).to.equal(201);
     });
   });
 }

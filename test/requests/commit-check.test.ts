@@ -12,14 +12,14 @@ import { UploadLedger } from '../../src/ledger/ledger.js';
 import { takePlace } from '../../src/intake/places.js';
 import { backends, createTestDatabase, describeWithPostgres } from '../helpers/databases.js';
 import { eventually } from '../helpers/raw-upload.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
 import { newRequest } from './helpers.js';
 
 const SHA256 = '0'.repeat(64);
 
 /** An upload through a new request of a new account, recorded and holding its place, ready to commit. */
-async function uploadThroughRequest(t: TestServer) {
-  const { prisma } = t.server.db;
+async function uploadThroughRequest(t: BuiltTestServer) {
+  const { prisma } = t.built.db;
   const owner = await t.account();
   const request = await newRequest(t, owner.apiKey, {});
   const storageKey = newStorageKey();
@@ -39,14 +39,14 @@ async function refusal(work: Promise<unknown>): Promise<unknown> {
 for (const backend of backends) {
   describe(`file requests: the commit re-checks the request (${backend})`, function () {
     this.timeout(30_000);
-    let t: TestServer;
+    let t: BuiltTestServer;
     before(async () => {
-      t = await startTestServer(backend, { GC_INTERVAL: '0' });
+      t = await buildTestServer(backend, { GC_INTERVAL: '0' });
     });
     after(async () => t?.close());
 
     it('when the request was closed after the upload took its place, then the commit is refused with request_not_found and writes nothing', async () => {
-      const { prisma } = t.server.db;
+      const { prisma } = t.built.db;
       const upload = await uploadThroughRequest(t);
       // Closed behind the service's back: no settling, no cut; only the statement can notice.
       await prisma.fileRequest.update({ where: { id: upload.requestId }, data: { closedAt: new Date() } });
@@ -59,7 +59,7 @@ for (const backend of backends) {
     });
 
     it('when the request expired after the upload took its place, then the commit is refused with request_expired and writes nothing', async () => {
-      const { prisma } = t.server.db;
+      const { prisma } = t.built.db;
       const upload = await uploadThroughRequest(t);
       await prisma.fileRequest.update({ where: { id: upload.requestId }, data: { expiresAt: new Date(Date.now() - 1000) } });
       const err = await refusal(upload.commit());
@@ -77,12 +77,12 @@ for (const backend of backends) {
 
 describeWithPostgres('file requests: a commit racing a close waits for it under the request row lock (PostgreSQL)', function () {
   this.timeout(30_000);
-  let t: TestServer;
+  let t: BuiltTestServer;
   let url: string;
   let drop: () => Promise<void>;
   before(async () => {
     ({ url, drop } = await createTestDatabase());
-    t = await startTestServer('postgresql', { DATABASE_URL: url, GC_INTERVAL: '0' });
+    t = await buildTestServer('postgresql', { DATABASE_URL: url, GC_INTERVAL: '0' });
   });
   after(async () => {
     await t?.close();
@@ -106,7 +106,7 @@ describeWithPostgres('file requests: a commit racing a close waits for it under 
       await closer.query('COMMIT');
       const err = await committing;
       expect((err as UploadEnded).code).to.equal('request_not_found');
-      expect(await t.server.db.prisma.file.count({ where: { accountId: upload.owner.accountId } })).to.equal(0);
+      expect(await t.built.db.prisma.file.count({ where: { accountId: upload.owner.accountId } })).to.equal(0);
     } finally {
       await closer.end();
     }

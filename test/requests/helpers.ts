@@ -7,7 +7,7 @@ import { BOUNDARY, multipartBody, multipartType } from '../helpers/multipart.js'
 import type { TestServer } from '../helpers/server.js';
 
 /** POST /api/v1/requests as the owner of `key`; expects 201 and returns the request JSON. */
-export async function newRequest(t: TestServer, key: string, fields: Record<string, unknown> = {}): Promise<any> {
+export async function newRequest(t: Pick<TestServer, 'url'>, key: string, fields: Record<string, unknown> = {}): Promise<any> {
   const res = await call(t.url('/api/v1/requests'), { method: 'POST', key, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(fields) });
   expect(res.status, res.text).to.equal(201);
   return res.body.request;

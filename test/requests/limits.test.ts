@@ -4,15 +4,15 @@
 // address cannot go past the per-address limits of /r/ routes.
 import { expect } from 'chai';
 import { call } from '../helpers/client.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
 import { metadata, TUS } from '../helpers/tus.js';
 import { linkPath, newRequest, sendFile } from './helpers.js';
 
 describe('file requests: places given back, and per-address limits', function () {
   this.timeout(30_000);
-  let t: TestServer;
+  let t: BuiltTestServer;
   before(async () => {
-    t = await startTestServer('pglite', { REQUEST_LINK_REQUESTS_PER_MINUTE: '20', REQUEST_LINK_UPLOADS_PER_HOUR: '6', GC_INTERVAL: '0', LINK_PASSWORD_FAILURE_LIMIT: '2' });
+    t = await buildTestServer('pglite', { REQUEST_LINK_REQUESTS_PER_MINUTE: '20', REQUEST_LINK_UPLOADS_PER_HOUR: '6', GC_INTERVAL: '0', LINK_PASSWORD_FAILURE_LIMIT: '2' });
   });
   after(async () => t?.close());
 
@@ -40,7 +40,7 @@ describe('file requests: places given back, and per-address limits', function ()
     expect(first.status).to.equal(201);
     expect((await createUpload(request)).body.error.code).to.equal('request_full');
     const id = first.headers.get('location')!.split('/').pop()!;
-    await t.server.db.prisma.resumableUpload.update({ where: { id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await t.built.db.prisma.resumableUpload.update({ where: { id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     await t.admin('POST', '/admin/gc', { grace_seconds: 0 });
     expect((await createUpload(request)).status).to.equal(201);
   });
@@ -50,11 +50,11 @@ describe('file requests: places given back, and per-address limits', function ()
     const request = await newRequest(t, apiKey, {});
     // The tests before started 3 uploads from this address: 3 more reach the limit of 6.
     const answers = [];
-    for (let i = 0; i < 4; i++) answers.push(await sendFile(t.server.url, request, `f${i}.txt`, 'x'));
+    for (let i = 0; i < 4; i++) answers.push(await sendFile(t.baseUrl, request, `f${i}.txt`, 'x'));
     expect(answers.map((a) => a.status)).to.deep.equal([201, 201, 201, 429]);
     expect(answers[3]!.body.error.code).to.equal('request_link_limited');
     expect(Number(answers[3]!.headers.get('retry-after'))).to.be.above(0);
-    expect(await t.server.db.prisma.file.count({ where: { accountId } })).to.equal(3);
+    expect(await t.built.db.prisma.file.count({ where: { accountId } })).to.equal(3);
     // The owner's own API is not the outsider's limit.
     expect((await call(t.url('/api/v1/stats'), { key: apiKey })).status).to.equal(200);
   });

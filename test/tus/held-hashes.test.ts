@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import type { Caller } from '../../src/accounts/service.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
 import { HeldHashes } from '../../src/tus/held-hashes.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { tusService } from '../helpers/tus-service.js';
 
 const hashOf = (text: string) => createHash('sha256').update(text);
@@ -65,10 +65,10 @@ describe('held hashes (tus running SHA-256 between requests)', () => {
 
 describe('held hashes on the service: an upload whose hash was evicted', function () {
   this.timeout(30_000);
-  let t: TestServer;
+  let t: TestDatabase;
   let store: LocalObjectStore;
   before(async () => {
-    t = await startTestServer('pglite', { GC_INTERVAL: '0' });
+    t = await testDatabase('pglite');
     store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
   });
   after(() => t?.close());
@@ -80,7 +80,7 @@ describe('held hashes on the service: an upload whose hash was evicted', functio
       plan: { name: 'test', apiAccess: true, requestsPerMinute: 1000, requestsPerDay: 1000, maxFileSize: 1 << 24, dailyUploads: 100, concurrentUploads: null, maxTotalSize: null, maxExpiresIn: null },
     };
     let reads = 0;
-    const service = tusService(t.server.db.prisma, store, { heldHashes: 1, onDigestRead: () => (reads += 1) });
+    const service = tusService(t.prisma, store, { heldHashes: 1, onDigestRead: () => (reads += 1) });
     const [x, y] = [randomBytes(300_001), randomBytes(200_003)];
     const send = (id: string, offset: number, bytes: Buffer) => service.append(caller, id, { offset, body: PassThrough.from([bytes]) as never });
     const upX = await service.create(caller, { length: x.length, rawFilename: 'x.bin' });

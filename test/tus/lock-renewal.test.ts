@@ -12,23 +12,23 @@ import type { Caller } from '../../src/accounts/service.js';
 import { tusService } from '../helpers/tus-service.js';
 import { LocalObjectStore } from '../../src/storage/local.js';
 import { sleep } from '../helpers/raw-upload.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
 
 const LEASE_MS = 1200;
 const KiB = 1024;
 
 describe('resumable uploads: a PATCH renews its lease while it runs', function () {
   this.timeout(40_000);
-  let t: TestServer;
+  let t: TestDatabase;
   let store: LocalObjectStore;
   before(async () => {
-    t = await startTestServer('pglite', { GC_INTERVAL: '0' });
+    t = await testDatabase('pglite');
     store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
   });
   after(() => t?.close());
 
   const instance = () =>
-    tusService(t.server.db.prisma, store, { leaseMs: LEASE_MS, takeoverMs: 0 });
+    tusService(t.prisma, store, { leaseMs: LEASE_MS, takeoverMs: 0 });
 
   it(`when a PATCH's body takes four ${LEASE_MS} ms leases, then no other instance gets the upload meanwhile, and the PATCH commits every byte`, async () => {
     const { accountId } = await t.account();

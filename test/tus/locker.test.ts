@@ -12,24 +12,24 @@ import { LocalObjectStore } from '../../src/storage/local.js';
 import { LockTakenOver, UploadLocker } from '../../src/tus/locker.js';
 import { ResumableRecords } from '../../src/tus/records.js';
 import { backends } from '../helpers/databases.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { testDatabase, type TestDatabase } from '../helpers/database.js';
 import { tusService } from '../helpers/tus-service.js';
 
 for (const backend of backends) {
   describe(`tus: the upload lock's contract (${backend})`, function () {
     this.timeout(30_000);
-    let t: TestServer;
+    let t: TestDatabase;
     let records: ResumableRecords;
     let store: LocalObjectStore;
     let caller: Caller;
     /** A locker as an instance has one: `takeoverMs` 0 never asks the holder. */
     const locker = (takeoverMs = 0) => new UploadLocker(records, { leaseMs: 30_000, takeoverMs, clock: () => new Date(), onError: (err) => { throw err; } });
-    const newUpload = async () => (await tusService(t.server.db.prisma, store).create(caller, { length: 10, rawFilename: 'locked.bin' })).id;
+    const newUpload = async () => (await tusService(t.prisma, store).create(caller, { length: 10, rawFilename: 'locked.bin' })).id;
 
     before(async () => {
-      t = await startTestServer(backend, { GC_INTERVAL: '0' });
+      t = await testDatabase(backend);
       store = new LocalObjectStore({ root: join(t.dataDir, 'objects') });
-      records = new ResumableRecords(t.server.db.prisma, new UploadLedger(t.server.db.prisma));
+      records = new ResumableRecords(t.prisma, new UploadLedger(t.prisma));
     });
     after(() => t?.close());
     beforeEach(async () => {

@@ -6,19 +6,19 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { call } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
 import { create, patch, terminate, uploadUrl } from '../helpers/tus.js';
 
 const PLAN = { api_access: true, requests_per_minute: 100_000, requests_per_day: 1_000_000, max_file_size: 1024 * 1024, daily_uploads: 1000, max_total_size: 100_000 };
 
-const list = (t: TestServer, key: string, query = '') => call(t.url(`/api/v1/uploads${query}`), { key });
+const list = (t: BuiltTestServer, key: string, query = '') => call(t.url(`/api/v1/uploads${query}`), { key });
 
 for (const backend of backends) {
   describe(`listing unfinished uploads (${backend})`, function () {
     this.timeout(30_000);
-    let t: TestServer;
+    let t: BuiltTestServer;
     before(async () => {
-      t = await startTestServer(backend, { GC_INTERVAL: '0' });
+      t = await buildTestServer(backend, { GC_INTERVAL: '0' });
       await t.plan('quota-100k', PLAN);
     });
     after(() => t?.close());
@@ -26,14 +26,14 @@ for (const backend of backends) {
     it('when an account has partial, finished and terminated uploads, then GET /uploads lists the partial ones, newest first, with offset, length, expiry and URL', async () => {
       const { apiKey } = await t.account('quota-100k');
       const other = await t.account('quota-100k');
-      const first = await create(t.server.url, apiKey, { length: 50_000, filename: 'first.bin' });
-      expect((await patch(uploadUrl(t.server.url, first), apiKey, 0, randomBytes(20_000))).status).to.equal(204);
-      const deferred = await create(t.server.url, apiKey, { filename: 'deferred.bin' });
-      const finished = await create(t.server.url, apiKey, { length: 10 });
-      expect((await patch(uploadUrl(t.server.url, finished), apiKey, 0, randomBytes(10))).status).to.equal(204);
-      const ended = await create(t.server.url, apiKey, { length: 10 });
-      expect((await terminate(uploadUrl(t.server.url, ended), apiKey)).status).to.equal(204);
-      await create(t.server.url, other.apiKey, { length: 10, filename: 'not-yours.bin' });
+      const first = await create(t.baseUrl, apiKey, { length: 50_000, filename: 'first.bin' });
+      expect((await patch(uploadUrl(t.baseUrl, first), apiKey, 0, randomBytes(20_000))).status).to.equal(204);
+      const deferred = await create(t.baseUrl, apiKey, { filename: 'deferred.bin' });
+      const finished = await create(t.baseUrl, apiKey, { length: 10 });
+      expect((await patch(uploadUrl(t.baseUrl, finished), apiKey, 0, randomBytes(10))).status).to.equal(204);
+      const ended = await create(t.baseUrl, apiKey, { length: 10 });
+      expect((await terminate(uploadUrl(t.baseUrl, ended), apiKey)).status).to.equal(204);
+      await create(t.baseUrl, other.apiKey, { length: 10, filename: 'not-yours.bin' });
 
       const res = await list(t, apiKey);
       expect(res.status).to.equal(200);
@@ -48,7 +48,7 @@ for (const backend of backends) {
 
     it('when the list is paged, then page and limit work as for files, and a bad value is 400 invalid_parameter', async () => {
       const { apiKey } = await t.account('quota-100k');
-      for (let i = 0; i < 3; i++) await create(t.server.url, apiKey, { length: 10, filename: `u${i}.bin` });
+      for (let i = 0; i < 3; i++) await create(t.baseUrl, apiKey, { length: 10, filename: `u${i}.bin` });
       const second = await list(t, apiKey, '?page=2&limit=2');
       expect(second.body.pagination).to.deep.equal({ page: 2, limit: 2, total: 3, pages: 2 });
       expect(second.body.uploads.map((u: { filename: string }) => u.filename)).to.deep.equal(['u0.bin']);
@@ -58,15 +58,15 @@ for (const backend of backends) {
 
     it('when the owner terminates a listed upload, then it leaves the list and its room comes back', async () => {
       const { apiKey, accountId } = await t.account('quota-100k');
-      const held = await create(t.server.url, apiKey, { length: 100_000 });
-      expect((await patch(uploadUrl(t.server.url, held), apiKey, 0, randomBytes(90_000))).status).to.equal(204);
-      expect((await create(t.server.url, apiKey, { length: 20_000 })).body.error.code).to.equal('storage_quota_exceeded');
+      const held = await create(t.baseUrl, apiKey, { length: 100_000 });
+      expect((await patch(uploadUrl(t.baseUrl, held), apiKey, 0, randomBytes(90_000))).status).to.equal(204);
+      expect((await create(t.baseUrl, apiKey, { length: 20_000 })).body.error.code).to.equal('storage_quota_exceeded');
       const [listed] = (await list(t, apiKey)).body.uploads;
-      expect((await terminate(t.server.url + listed.url, apiKey)).status).to.equal(204);
+      expect((await terminate(t.baseUrl + listed.url, apiKey)).status).to.equal(204);
       expect((await list(t, apiKey)).body.uploads).to.deep.equal([]);
-      const account = await t.server.db.prisma.account.findUniqueOrThrow({ where: { id: accountId } });
+      const account = await t.built.db.prisma.account.findUniqueOrThrow({ where: { id: accountId } });
       expect(Number(account.reservedBytes)).to.equal(0);
-      expect((await create(t.server.url, apiKey, { length: 20_000 })).status).to.equal(201);
+      expect((await create(t.baseUrl, apiKey, { length: 20_000 })).status).to.equal(201);
     });
   });
 }

@@ -5,8 +5,7 @@
 import { expect } from 'chai';
 import { call } from '../helpers/client.js';
 import { backends } from '../helpers/databases.js';
-import { sharedServer } from '../helpers/shared.js';
-import type { TestServer } from '../helpers/server.js';
+import { buildTestServer, type BuiltTestServer } from '../helpers/built-server.js';
 import { MAX_WEBHOOKS_PER_ACCOUNT } from '../../src/webhooks/endpoints.js';
 import { EVENT_TYPES } from '../../src/webhooks/events.js';
 
@@ -16,14 +15,15 @@ const SPEC_DATE = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 for (const backend of backends) {
   describe(`webhooks API (${backend})`, function () {
     this.timeout(60_000);
-    let t: TestServer;
+    let t: BuiltTestServer;
     let key: string;
     const hooks = (path = '') => t.url(`/api/v1/webhooks${path}`);
     const create = (body: unknown, apiKey = key) => call(hooks(), { ...json(body), key: apiKey });
 
     before(async () => {
-      t = await sharedServer(backend);
+      t = await buildTestServer(backend);
     });
+    after(() => t?.close());
     beforeEach(async () => {
       ({ apiKey: key } = await t.account());
     });
