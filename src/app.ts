@@ -21,6 +21,7 @@ import { downloadRoutes } from './downloads/routes.js';
 import { docsRoutes } from './pages/docs.js';
 import { homeRoute } from './pages/home.js';
 import { webAppRoutes } from './pages/web-app.js';
+import { appCsp } from './http/static-file.js';
 import { errorResponses, lateErrors } from './http/errors.js';
 import { HEALTH_PATHS, healthRoutes } from './health/routes.js';
 import { TUS_REQUEST_HEADERS, TUS_RESPONSE_HEADERS } from './tus/headers.js';
@@ -93,6 +94,8 @@ export interface AppDeps {
   trustedProxyHops?: number;
   /** Origins allowed by CORS: none by default, `*` for any. */
   corsOrigins?: string[];
+  /** The origin the browser sends parts to when uploads go straight to the store (S3_DIRECT_UPLOADS): the upload pages' CSP lets them connect there. */
+  storeOrigin?: string;
   /** Readiness of the dependencies, for /readyz. */
   readiness: () => Promise<Readiness>;
 }
@@ -122,10 +125,12 @@ export function createApp(deps: AppDeps): Koa {
   if (deps.corsOrigins?.length) app.use(corsFor(deps.corsOrigins));
   app.use(api.routes()).use(api.allowedMethods());
   app.use(downloads.routes()).use(downloads.allowedMethods());
+  // The pages that upload (the web app, a file request's) may reach the store; /docs and the rest stay on their own origin.
+  const uploadPageCsp = appCsp(deps.storeOrigin ? [deps.storeOrigin] : []);
   if (deps.requests) {
     // /r/{token}: the request's guard and page, and the transports' routes behind the same guard.
     const { service: requests, live, uploadExpirySeconds } = deps.requests;
-    const { router: requestLinks, guard } = requestLinkRoutes({ requests, limits: deps.requests.limits, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl, fullAddresses: deps.audit?.fullAddresses });
+    const { router: requestLinks, guard } = requestLinkRoutes({ requests, limits: deps.requests.limits, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl, fullAddresses: deps.audit?.fullAddresses, pageCsp: uploadPageCsp });
     const transport = { uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, metrics };
     requestLinks.use(requestUploadRoutes(guard, { ...transport, uploads: deps.uploads, live, uploadExpirySeconds }).routes());
     if (deps.resumable) {
@@ -140,7 +145,7 @@ export function createApp(deps: AppDeps): Koa {
   // Each operation's scope as the API's routes declare it (src/http/scoped.ts).
   const docs = docsRoutes(publicUrl, () => declaredScopes(api, API_PREFIX));
   app.use(docs.routes()).use(docs.allowedMethods());
-  const web = webAppRoutes();
+  const web = webAppRoutes(undefined, uploadPageCsp);
   app.use(web.routes()).use(web.allowedMethods());
   const home = homeRoute(publicUrl);
   app.use(home.routes()).use(home.allowedMethods());

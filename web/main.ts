@@ -101,6 +101,7 @@ function appView(api: Api): void {
   );
   const stopUploader = startUploader(uploads, {
     endpoint: `${API}/uploads`,
+    plainEndpoint: `${API}/files/upload`,
     headers: { Authorization: api.authorization },
     onUploaded: () => {
       void files.reload();

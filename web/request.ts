@@ -32,6 +32,8 @@ root.append(
 
 startUploader(target, {
   endpoint: endpoint!,
+  // The link's own path: /r/{token}/uploads -> /r/{token}/files.
+  plainEndpoint: endpoint!.replace(/\/uploads$/, '/files'),
   onUploaded: (file) => done.append(h('li', {}, `${file.name} (${formatBytes(file.size)}): done`)),
   report: (err) => {
     errorBox.textContent = err instanceof Error ? err.message : String(err);

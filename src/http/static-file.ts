@@ -32,15 +32,23 @@ export const WEB_DIST = fileURLToPath(new URL('../../dist/web/', import.meta.url
  * data: SVG backgrounds, so images may also be data: (an image cannot run
  * script); scripts and styles are 'self' only, without 'unsafe-inline' or
  * 'unsafe-eval'. Uppy sets element styles through the DOM, which CSP allows.
+ * `connectTo`: origins the upload pages send bytes to besides their own:
+ * the store's, when uploads go straight to it (S3_DIRECT_UPLOADS); nothing
+ * else widens.
  */
-export const APP_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function appCsp(connectTo: readonly string[] = []): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    ["connect-src 'self'", ...connectTo].join(' '),
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** The pages' CSP when they talk to their own origin only. */
+export const APP_CSP = appCsp();

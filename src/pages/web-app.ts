@@ -36,7 +36,8 @@ const shell = ({ js, css }: Manifest) => `<!DOCTYPE html>
 </html>
 `;
 
-export function webAppRoutes(dir = WEB_DIST) {
+/** `csp`: the page's policy (appCsp(), wider for the store's origin when uploads go straight to it). */
+export function webAppRoutes(dir = WEB_DIST, csp = APP_CSP) {
   const router = new Router();
   // Read on the first request: a server nobody opens /app on never reads it.
   // A checkout that was never built answers 404 with the command to run.
@@ -60,7 +61,7 @@ export function webAppRoutes(dir = WEB_DIST) {
   router.get(APP_PATH, async (ctx) => {
     const { html } = await built();
     ctx.set({
-      'Content-Security-Policy': APP_CSP,
+      'Content-Security-Policy': csp,
       'X-Content-Type-Options': 'nosniff',
       'Referrer-Policy': 'no-referrer',
       // The shell names the current assets: always ask again.

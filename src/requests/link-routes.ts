@@ -36,6 +36,8 @@ export interface RequestLinkDeps {
   passwordFailures: FailureLimits;
   metrics?: Metrics;
   publicUrl: string;
+  /** The upload page's CSP (appCsp(): wider for the store's origin when uploads go straight to it). */
+  pageCsp?: string;
 }
 
 
@@ -99,7 +101,7 @@ export function requestLinkRoutes(deps: RequestLinkDeps): { router: Router<Reque
     const { fileRequest } = ctx.state;
     // Received files only: places held by uploads in flight may still be given back.
     if (fileRequest.maxFiles !== null && fileRequest.filesReceived >= fileRequest.maxFiles) throw requestErrors.full(fileRequest.maxFiles);
-    return requestPage(ctx, fileRequest);
+    return requestPage(ctx, fileRequest, deps.pageCsp);
   });
   return { router, guard };
 }

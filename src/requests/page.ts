@@ -26,11 +26,11 @@ const load = (dir: string) =>
     throw err;
   }));
 
-const PAGE_HEADERS = { 'Content-Security-Policy': APP_CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' };
+const pageHeaders = (csp: string) => ({ 'Content-Security-Policy': csp, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' });
 
-/** Answers an HTML page of file request links: `title` (plain text), `head` and `main` (markup). */
-function sendPage(ctx: Context, { title, head, main }: { title: string; head: string; main: string }): void {
-  ctx.set(PAGE_HEADERS);
+/** Answers an HTML page of file request links: `title` (plain text), `head` and `main` (markup), under `csp`. */
+function sendPage(ctx: Context, { title, head, main }: { title: string; head: string; main: string }, csp = APP_CSP): void {
+  ctx.set(pageHeaders(csp));
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = `<!DOCTYPE html>
 <html lang="en">
@@ -75,7 +75,8 @@ export async function refusalAsPage(ctx: Context, next: () => Promise<unknown>):
   }
 }
 
-export async function requestPage(ctx: Context, request: FileRequest, dir = WEB_DIST): Promise<void> {
+/** The upload page; `csp` lets it reach the store when uploads go straight to it (appCsp). */
+export async function requestPage(ctx: Context, request: FileRequest, csp = APP_CSP, dir = WEB_DIST): Promise<void> {
   let page;
   try {
     page = await load(dir);
@@ -94,5 +95,5 @@ export async function requestPage(ctx: Context, request: FileRequest, dir = WEB_
     title: request.title ?? 'Send files',
     head: `<link rel="stylesheet" href="${APP_PATH}/assets/${page.css}">\n<script type="module" src="${APP_PATH}/assets/${page.js}"></script>`,
     main: `<main id="request" ${attributes}><noscript>This page needs JavaScript. Without it: curl -F "file=@yourfile" ${escape(ctx.path.replace(/\/+$/, ''))}/files</noscript></main>`,
-  });
+  }, csp);
 }
