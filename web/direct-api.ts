@@ -17,8 +17,9 @@ export interface DirectUpload {
   size: number;
   part_size: number;
   parts: number;
-  part_urls: PartUrl[];
-  url_expires_at: string;
+  /** On creation only: the URLs of the first 100 parts. */
+  part_urls?: PartUrl[];
+  url_expires_at?: string;
 }
 
 export interface StoredPart {

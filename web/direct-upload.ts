@@ -18,6 +18,7 @@ import { BasePlugin, EventManager, type PluginOpts, type Uppy } from '@uppy/core
 import { fetcher, filterFilesToEmitUploadStarted, filterFilesToUpload, type Body, type Meta, type UppyFile } from '@uppy/core/utils';
 import { describeFailure } from './api.js';
 import { DirectApi, URLS_PER_REQUEST, wireTime, type DirectUpload, type PartUrl, type UploadedFile } from './direct-api.js';
+import { fingerprint, savedUploads } from './direct-saved.js';
 
 export interface DirectUploadOptions extends PluginOpts {
   /** The uploads' base: /api/v1/uploads, or a file request's /r/{token}/uploads. */
@@ -98,6 +99,8 @@ class FileUpload {
   #controller?: AbortController;
   #settle?: { resolve(): void; reject(err: Error): void };
   readonly #events: EventManager<Meta, Body>;
+  /** Where the upload's id is kept across a reload (direct-saved.ts). */
+  readonly #saved: string;
   finished = false;
 
   constructor(
@@ -106,6 +109,7 @@ class FileUpload {
     private readonly api: DirectApi,
     private readonly opts: DirectUploadOptions,
   ) {
+    this.#saved = fingerprint(opts.endpoint, file.data as Blob & { name?: string; lastModified?: number });
     this.#events = new EventManager(uppy);
     this.#events.onFileRemove(file.id, () => this.remove());
     this.#events.onCancelAll(file.id, () => this.remove());
@@ -127,6 +131,7 @@ class FileUpload {
     this.#stop();
     this.#events.remove();
     this.finished = true;
+    savedUploads.drop(this.#saved);
     if (this.#upload) void this.api.abort(this.#upload.upload_id).catch(() => {});
     this.#settle?.resolve();
   }
@@ -145,6 +150,7 @@ class FileUpload {
       const response = size === 0 ? await this.#plain(signal) : await this.#multipart(size, signal);
       this.finished = true;
       this.#events.remove();
+      savedUploads.drop(this.#saved);
       this.uppy.emit('upload-success', this.uppy.getFile(this.file.id), { status: 201, body: response as unknown as Body, uploadURL: response.public_link });
       this.#settle?.resolve();
     } catch (err) {
@@ -157,8 +163,12 @@ class FileUpload {
   }
 
   async #multipart(size: number, signal: AbortSignal): Promise<UploadedFile> {
-    if (this.#upload) await this.#resume(signal);
-    if (!this.#upload) this.#accept(await this.api.create({ name: this.file.name ?? 'file', size }, signal));
+    const saved = this.#upload?.upload_id ?? savedUploads.get(this.#saved);
+    if (saved) await this.#resume(saved, size, signal);
+    if (!this.#upload) {
+      this.#accept(await this.api.create({ name: this.file.name ?? 'file', size }, signal));
+      savedUploads.set(this.#saved, this.#upload!.upload_id);
+    }
     const upload = this.#upload!;
     this.#progress();
     const missing = Array.from({ length: upload.parts }, (_, i) => i + 1).filter((n) => !this.#etags.has(n));
@@ -182,22 +192,34 @@ class FileUpload {
     this.#addUrls(upload.part_urls, upload.url_expires_at);
   }
 
-  /** A retry or a resume: keep the parts the store holds (of the signed size), or start anew when the upload is gone. */
-  async #resume(signal: AbortSignal): Promise<void> {
-    const upload = this.#upload!;
+  /**
+   * A retry, a resume, or the same file chosen again after a reload: keep
+   * the parts the store holds (of their signed sizes). An upload the
+   * service no longer has (404: completed, aborted, expired) or that is not
+   * this file's is forgotten, and a new one begins.
+   */
+  async #resume(id: string, size: number, signal: AbortSignal): Promise<void> {
     let status;
     try {
-      status = await this.api.status(upload.upload_id, signal);
+      status = await this.api.status(id, signal);
     } catch (err) {
-      if ((err as { status?: number }).status !== 404) throw err;
+      // This page's own upload is retried later on a passing failure; one kept from before a reload is only a hint.
+      if ((err as { status?: number }).status !== 404 && this.#upload?.upload_id === id) throw err;
       this.#forget();
       return;
     }
-    this.#etags.clear();
-    for (const part of status.parts_stored) {
-      if (part.size === this.#length(upload, part.part_number)) this.#etags.set(part.part_number, part.etag);
+    if (status.size !== size) {
+      this.#forget();
+      return;
     }
+    // The URLs at hand stay good for the same upload; the answer carries none.
+    if (this.#upload?.upload_id !== id) this.#urls.clear();
+    this.#upload = status;
+    this.#etags.clear();
     this.#sent.clear();
+    for (const part of status.parts_stored) {
+      if (part.size === this.#length(status, part.part_number)) this.#etags.set(part.part_number, part.etag);
+    }
   }
 
   #forget(): void {
@@ -205,6 +227,7 @@ class FileUpload {
     this.#urls.clear();
     this.#etags.clear();
     this.#sent.clear();
+    savedUploads.drop(this.#saved);
   }
 
   /** Part n's exact length: every part but the last is part_size, the last the rest (the contract). */
@@ -267,7 +290,8 @@ class FileUpload {
     return signed;
   }
 
-  #addUrls(urls: PartUrl[], expiresAt: string): void {
+  #addUrls(urls: PartUrl[] | undefined, expiresAt: string | undefined): void {
+    if (!urls || !expiresAt) return;
     const expires = wireTime(expiresAt);
     for (const url of urls) this.#urls.set(url.part_number, { ...url, expires });
   }
