@@ -30,6 +30,7 @@ import { PlainUploads } from './uploads/service.js';
 import { Intake } from './intake/intake.js';
 import { allExpiring, Sweeper, type ExpiringUploads } from './files/sweeper.js';
 import { DirectUploads } from './direct/uploads.js';
+import { partUrlOrigin } from './storage/direct.js';
 import { UploadGate } from './limits/upload-gate.js';
 import { ConcurrencySlots } from './limits/concurrent-uploads.js';
 import { FailureLimits } from './limits/failure-limits.js';
@@ -193,6 +194,8 @@ interface Infrastructure {
   db: Database;
   store: ObjectStore;
   uploadLifetime?: number;
+  /** Where browsers send parts when uploads go straight to the store (S3_DIRECT_UPLOADS): the upload pages' CSP names it. */
+  storeOrigin?: string;
   redis?: Redis;
 }
 
@@ -205,9 +208,10 @@ async function openInfrastructure(config: Config, logger: Logger, tools: Instrum
   if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
   const { store, uploadLifetime } = await openStore(config, logger, tools.observeStore);
   closers.add('object store', () => store.close?.());
+  const storeOrigin = store.direct ? await partUrlOrigin(store.direct) : undefined;
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined;
   if (redis) closers.add('redis', () => redis.disconnect());
-  return { db, store, uploadLifetime, redis };
+  return { db, store, uploadLifetime, storeOrigin, redis };
 }
 
 /** The services the apps are built on, with the connections of their own they open (pub/sub, release notices). */
@@ -464,6 +468,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     clientIpv6Prefix: config.clientIpv6Prefix,
     onUntrustedForward: untrustedForwardLog(logger),
     corsOrigins: config.corsOrigins,
+    storeOrigin: infra.storeOrigin,
     // While draining, load balancers must stop sending traffic here.
     readiness: async () => (state.draining ? { ready: false, checks: { shutdown: 'down' } } : checkReadiness(db, store, tools.storeHealth, redis)),
   });

@@ -34,3 +34,13 @@ export class UploadGoneError extends Error {
     super(`the store has no open upload of ${key}`);
   }
 }
+
+/**
+ * The origin the store's part URLs send browsers to, for the upload pages'
+ * CSP (connect-src): taken from a URL signed for no real upload, so it is
+ * whatever the signer makes of the endpoint (path-style, or the bucket's own
+ * host name). Signing is local: nothing is sent.
+ */
+export async function partUrlOrigin(direct: DirectStore): Promise<string> {
+  return new URL(await direct.signPart('csp-origin', 'csp-origin', 1, 1, 60)).origin;
+}

@@ -24,11 +24,24 @@ export interface S3Proxy {
   hold(match: ((req: IncomingMessage) => boolean) | undefined): void;
   /** Requests held now (their bodies read in full). */
   readonly held: number;
+  /** Every request that came through (cut and held ones too), with its Origin header and the body bytes it carried: who sent what to the store. */
+  readonly seen: readonly SeenRequest[];
   /** Forwards every held request, as the store would run what it had queued, and resolves with their statuses (the client is long gone). */
   release(): Promise<number[]>;
   /** Cuts every held request: never forwarded. */
   drop(): void;
   close(): Promise<void>;
+}
+
+export interface SeenRequest {
+  method: string;
+  url: string;
+  /** A browser's page origin; none from a program such as the service's SDK. */
+  origin: string | undefined;
+  /** Body bytes received so far. */
+  bytes: number;
+  /** The store's status, once it answered (not for cut or held requests). */
+  status?: number;
 }
 
 /** DELETE /bucket/key?uploadId=...: AbortMultipartUpload. */
@@ -71,7 +84,11 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
           forward.end(bytes);
         }),
     );
+  const seen: SeenRequest[] = [];
   const server = createServer((req, res) => {
+    const entry: SeenRequest = { method: req.method ?? '', url: req.url ?? '', origin: req.headers.origin, bytes: 0 };
+    seen.push(entry);
+    req.on('data', (chunk: Buffer) => (entry.bytes += chunk.length));
     if (match?.(req)) {
       cutCount += 1;
       req.socket.destroy();
@@ -93,6 +110,7 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
     const holdMs = delayed?.match(req) ? delayed.ms : 0;
     if (holdMs) delayedCount += 1;
     const forward = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (answer) => {
+      entry.status = answer.statusCode;
       answer.on('error', () => res.destroy());
       setTimeout(() => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -125,6 +143,7 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
     get held() {
       return held.length;
     },
+    seen,
     async release() {
       return Promise.all(held.splice(0).map(forwardHeld));
     },
