@@ -184,6 +184,57 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
     }
   });
 
+  itWithChromium('when the store answers a part 503 SlowDown, then the page sends that part again by itself and the file is whole', async () => {
+    const { apiKey } = await t.account();
+    const { page, close } = await open('/app');
+    let refused = false;
+    try {
+      await page.getByLabel('API key').fill(apiKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Files' }).waitFor();
+      const { path, content } = await input('slow-down.bin', 20 * MiB);
+      const from = proxy.seen.length;
+      // Once: the first PUT of part 2 is refused, as a busy S3 does. (A cut connection would not do:
+      // Chromium itself sends a PUT again when its reused connection closes before an answer.)
+      proxy.fail((req) => !refused && req.method === 'PUT' && /[?&]partNumber=2(&|$)/.test(req.url ?? '') && (refused = true), 503);
+      await choose(page, path);
+      const row = page.locator('tr.file', { hasText: 'slow-down.bin' });
+      await row.waitFor({ timeout: 60_000 });
+      expect(proxy.failCount).to.equal(1);
+      const link = (await row.locator('a.public-link').getAttribute('href'))!;
+      expect(sha(Buffer.from(await (await fetch(t.url(link))).arrayBuffer()))).to.equal(sha(content));
+      // Part 1 once; part 2 refused, then sent again.
+      expect(partsFromPages(from).map((p) => new URL(p.url, proxy.endpoint).searchParams.get('partNumber')).sort()).to.deep.equal(['1', '2', '2']);
+    } finally {
+      proxy.fail(undefined);
+      await close();
+    }
+  });
+
+  itWithChromium('when the service refuses the upload (over the plan\'s max_file_size), then the page shows the API\'s own status and message, and nothing reaches the store', async () => {
+    await t.plan('direct-small', { api_access: true, requests_per_minute: 1_000_000, requests_per_day: 1_000_000, max_file_size: 6 * MiB, daily_uploads: 1000 });
+    const { apiKey } = await t.account('direct-small');
+    // What the API itself answers for such a file.
+    const refused = await call(t.url('/api/v1/uploads/direct'), { method: 'POST', key: apiKey, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ filename: 'big.bin', size: 7 * MiB }) });
+    expect(refused.status).to.be.within(400, 499);
+    const { page, close } = await open('/app');
+    try {
+      await page.getByLabel('API key').fill(apiKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Files' }).waitFor();
+      const { path } = await input('big.bin', 7 * MiB);
+      const from = proxy.seen.length;
+      await choose(page, path);
+      const alert = page.locator('#error');
+      await alert.waitFor({ timeout: 30_000 });
+      expect(await alert.textContent()).to.equal(`${refused.status}: ${refused.body.error.message}`);
+      await page.screenshot({ path: join(dir, 'web-app-direct-refused.png'), fullPage: true });
+      expect(partsFromPages(from)).to.deep.equal([]);
+    } finally {
+      await close();
+    }
+  });
+
   itWithChromium('when an outsider sends a file through a request\'s page, then it goes to the store in parts and the owner gets the same bytes', async () => {
     const owner = await t.account();
     const request = await newRequest(t, owner.apiKey, { title: 'Scans', max_files: 2 });

@@ -12,6 +12,14 @@ export interface S3Proxy {
   cut(match: ((req: IncomingMessage) => boolean) | undefined): void;
   /** Requests cut so far. */
   readonly cutCount: number;
+  /**
+   * Answers every request for which `match` is true with `status` and an S3
+   * error (SlowDown for a 503), never forwarded (until cleared with
+   * `undefined`); a browser's gets the CORS headers a store sends with it.
+   */
+  fail(match: ((req: IncomingMessage) => boolean) | undefined, status?: number): void;
+  /** Requests answered by fail() so far. */
+  readonly failCount: number;
   /** Holds the answer of every request for which `match` is true for `ms` before passing it on (until cleared with `undefined`). */
   delay(match: ((req: IncomingMessage) => boolean) | undefined, ms?: number): void;
   /** Answers delayed so far. */
@@ -85,6 +93,8 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
         }),
     );
   const seen: SeenRequest[] = [];
+  let failing: { match: (req: IncomingMessage) => boolean; status: number } | undefined;
+  let failCount = 0;
   const server = createServer((req, res) => {
     const entry: SeenRequest = { method: req.method ?? '', url: req.url ?? '', origin: req.headers.origin, bytes: 0 };
     seen.push(entry);
@@ -92,6 +102,14 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
     if (match?.(req)) {
       cutCount += 1;
       req.socket.destroy();
+      return;
+    }
+    if (failing?.match(req)) {
+      failCount += 1;
+      const code = failing.status === 503 ? 'SlowDown' : 'InternalError';
+      const cors: Record<string, string> = req.headers.origin ? { 'Access-Control-Allow-Origin': req.headers.origin, Vary: 'Origin' } : {};
+      req.resume();
+      req.on('end', () => res.writeHead(failing?.status ?? 503, { 'Content-Type': 'application/xml', ...cors }).end(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>Please reduce your request rate.</Message></Error>`));
       return;
     }
     // Expect: 100-continue is not signed; Node's client would wait for the 100 itself.
@@ -130,6 +148,12 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
     },
     get cutCount() {
       return cutCount;
+    },
+    fail(match, status = 503) {
+      failing = match && { match, status };
+    },
+    get failCount() {
+      return failCount;
     },
     delay(match, ms = 0) {
       delayed = match && { match, ms };
