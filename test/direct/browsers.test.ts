@@ -184,6 +184,65 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
     }
   });
 
+  /** Signs in on a new page and chooses a 40 MiB file while the store hangs on part 2; resolves once parts 1 and 3 are stored. */
+  async function uploadHangingOnPart2(name: string) {
+    const { apiKey } = await t.account();
+    const opened = await open('/app');
+    const { page } = opened;
+    await page.getByLabel('API key').fill(apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Files' }).waitFor();
+    const file = await input(name, 40 * MiB);
+    const from = proxy.seen.length;
+    proxy.hold((req) => req.method === 'PUT' && /[?&]partNumber=2(&|$)/.test(req.url ?? ''));
+    await choose(page, file.path);
+    const reached = await eventually(async () => partsFromPages(from).filter((p) => p.status === 200).length + proxy.held, (n) => n === 3, 30_000);
+    expect(reached, 'parts 1 and 3 stored, part 2 held').to.equal(3);
+    return { ...opened, ...file, apiKey };
+  }
+
+  const directCalls = (requests: { method: string; url: string }[]) =>
+    requests.filter((r) => r.url.startsWith(t.server.url) && /\/uploads\/direct/.test(r.url)).map((r) => `${r.method} ${new URL(r.url).pathname.replace(/direct\/[^/]+/, 'direct/{id}')}`);
+
+  itWithChromium('when an upload is paused and resumed in the dashboard, then it asks which parts the store holds and sends only the missing one', async () => {
+    const { page, requests, content, close } = await uploadHangingOnPart2('paused.bin');
+    try {
+      await page.getByRole('button', { name: 'Pause upload' }).click();
+      proxy.hold(undefined);
+      proxy.drop();
+      const from = proxy.seen.length;
+      const before = requests.length;
+      await page.getByRole('button', { name: 'Resume upload' }).click();
+      const row = page.locator('tr.file', { hasText: 'paused.bin' });
+      await row.waitFor({ timeout: 60_000 });
+      expect(sha(Buffer.from(await (await fetch(t.url((await row.locator('a.public-link').getAttribute('href'))!))).arrayBuffer()))).to.equal(sha(content));
+      expect(directCalls(requests.slice(before))).to.deep.equal(['GET /api/v1/uploads/direct/{id}', 'POST /api/v1/uploads/direct/{id}/complete']);
+      expect(partsFromPages(from).map((p) => new URL(p.url, proxy.endpoint).searchParams.get('partNumber'))).to.deep.equal(['2']);
+    } finally {
+      proxy.hold(undefined);
+      proxy.drop();
+      await close();
+    }
+  });
+
+  itWithChromium('when uploads are cancelled in the dashboard mid-upload, then the page deletes the upload, which the service no longer knows, and forgets it', async () => {
+    const { page, requests, apiKey, close } = await uploadHangingOnPart2('cancelled.bin');
+    try {
+      await page.getByRole('button', { name: 'Cancel' }).first().click();
+      const deleted = await eventually(async () => requests.filter((r) => r.method === 'DELETE' && /\/api\/v1\/uploads\/direct\/[^/]+$/.test(r.url)), (d) => d.length === 1, 10_000);
+      expect(deleted).to.have.length(1);
+      const uploadUrl = deleted[0]!.url;
+      const gone = await eventually(async () => (await call(uploadUrl, { key: apiKey })).status, (status) => status === 404, 10_000);
+      expect(gone).to.equal(404);
+      expect(await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('dropstream.direct:')))).to.deep.equal([]);
+      expect((await call(t.url('/api/v1/files'), { key: apiKey })).body.files).to.deep.equal([]);
+    } finally {
+      proxy.hold(undefined);
+      proxy.drop();
+      await close();
+    }
+  });
+
   itWithChromium('when the store answers a part 503 SlowDown, then the page sends that part again by itself and the file is whole', async () => {
     const { apiKey } = await t.account();
     const { page, close } = await open('/app');
