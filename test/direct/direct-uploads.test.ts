@@ -166,6 +166,12 @@ describe('uploads straight to the store (S3_DIRECT_UPLOADS)', function () {
     const d = await api(apiKey).create({ filename: 'c.bin', size: MiB });
     expect(d.status).to.equal(201);
     for (const id of [b.body.upload_id, d.body.upload_id]) expect((await api(apiKey).abort(id)).status).to.equal(200);
+    // Ten at once: never more than two open, however they interleave.
+    const racing = await Promise.all(Array.from({ length: 10 }, (_, i) => api(apiKey).create({ filename: `r${i}.bin`, size: MiB })));
+    const made = racing.filter((r) => r.status === 201);
+    expect(made.length).to.be.at.most(2);
+    expect(racing.filter((r) => r.status !== 201).map((r) => r.body.error.code)).to.satisfy((codes: string[]) => codes.every((c) => c === 'too_many_uploads'));
+    for (const r of made) expect((await api(apiKey).abort(r.body.upload_id)).status).to.equal(200);
   });
 
   it('when a file of more than 5 GiB is declared, then it is planned in parts the store takes, every URL signed for its exact length, and an incomplete one is refused', async () => {
