@@ -77,4 +77,24 @@ describe('uploads straight to the store through a file request', function () {
     // The sweep aborts the closed request's upload (its row expired with the close).
     expect((await t.admin('POST', '/admin/gc', { grace_seconds: 0 })).uploads).to.equal(1);
   });
+
+  it('when an outsider signs parts and completes, then only the creation counts against REQUEST_LINK_UPLOADS_PER_HOUR', async () => {
+    const limited = await startTestServer('pglite', { ...s3.env(s3.bucket('direct-requests-limit')), S3_DIRECT_UPLOADS: 'true', REQUEST_LINK_UPLOADS_PER_HOUR: '2' });
+    try {
+      const { apiKey } = await limited.account();
+      const request = await newRequest(limited, apiKey, {});
+      const client = directClient(limited.url(`${linkPath(request)}/uploads/direct`));
+      const data = randomBytes(6 * MiB);
+      const created = await client.create({ filename: 'one.bin', size: data.length, part_size: 5 * MiB });
+      expect((await client.sign(created.body.upload_id, [1, 2])).status).to.equal(200);
+      expect((await client.sign(created.body.upload_id, [2])).status).to.equal(200);
+      expect((await client.complete(created.body.upload_id, await putAll(data, 5 * MiB, created.body.part_urls))).status).to.equal(201);
+      expect((await client.create({ filename: 'two.bin', size: 10 })).status).to.equal(201);
+      const third = await client.create({ filename: 'three.bin', size: 10 });
+      expect(third.status).to.equal(429);
+      expect(third.body.error.code).to.equal('request_link_limited');
+    } finally {
+      await limited.close();
+    }
+  });
 });
