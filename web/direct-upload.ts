@@ -53,13 +53,20 @@ export default class DirectUploadPlugin extends BasePlugin<DirectUploadOptions, 
     // Pause and resume: the dashboard shows them, and a resume sends only the parts the store lacks.
     this.uppy.setState({ capabilities: { ...this.uppy.getState().capabilities, resumableUploads: true } });
     this.uppy.addUploader(this.#upload);
+    this.uppy.on('file-removed', this.#removed);
   }
 
   override uninstall(): void {
     this.uppy.removeUploader(this.#upload);
+    this.uppy.off('file-removed', this.#removed);
     for (const upload of this.#uploads.values()) upload.remove();
     this.#uploads.clear();
   }
+
+  /** A file removed after its upload failed has no run to end: its upload (already told by its own listener) goes here. */
+  #removed = (file: File | undefined): void => {
+    if (file) this.#uploads.delete(file.id);
+  };
 
   #upload = async (fileIDs: string[]): Promise<void> => {
     // As Uppy's own uploaders: not the files done or failed (a retry clears the error first).

@@ -294,6 +294,24 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
     }
   });
 
+  itWithChromium('when a file has no bytes (the direct routes take sizes from 1), then the page sends it as a plain upload and it is listed', async () => {
+    const { apiKey } = await t.account();
+    const { page, requests, close } = await open('/app');
+    try {
+      await page.getByLabel('API key').fill(apiKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Files' }).waitFor();
+      const { path } = await input('empty.txt', 0);
+      await choose(page, path);
+      await page.locator('tr.file', { hasText: 'empty.txt' }).waitFor({ timeout: 30_000 });
+      const [file] = (await call(t.url('/api/v1/files'), { key: apiKey })).body.files;
+      expect(file).to.include({ filename: 'empty.txt', size: 0 });
+      expect(requests.filter((r) => r.method === 'POST').map((r) => new URL(r.url).pathname)).to.deep.equal(['/api/v1/files/upload']);
+    } finally {
+      await close();
+    }
+  });
+
   itWithChromium('when an outsider sends a file through a request\'s page, then it goes to the store in parts and the owner gets the same bytes', async () => {
     const owner = await t.account();
     const request = await newRequest(t, owner.apiKey, { title: 'Scans', max_files: 2 });
