@@ -63,7 +63,7 @@ export default class DirectUploadPlugin extends BasePlugin<DirectUploadOptions, 
     this.#uploads.clear();
   }
 
-  /** A file removed after its upload failed has no run to end: its upload (already told by its own listener) goes here. */
+  /** A file removed after its upload failed has no run left to end: drop its FileUpload here (its own listener sends the DELETE). */
   #removed = (file: File | undefined): void => {
     if (file) this.#uploads.delete(file.id);
   };
