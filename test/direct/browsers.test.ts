@@ -65,9 +65,9 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
     browser ??= await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
-    const requests: { method: string; url: string }[] = [];
+    const requests: { method: string; url: string; authorization?: string }[] = [];
     const complaints: string[] = [];
-    page.on('request', (req) => requests.push({ method: req.method(), url: req.url() }));
+    page.on('request', (req) => requests.push({ method: req.method(), url: req.url(), authorization: req.headers().authorization }));
     page.on('console', (msg) => {
       if (/Content Security Policy|Refused to/i.test(msg.text())) complaints.push(msg.text());
     });
@@ -135,6 +135,11 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
         '/api/v1/uploads/direct/{id}/complete',
       ]);
       expect(requests.filter((r) => !r.url.startsWith(t.server.url) && !r.url.startsWith(proxy.endpoint))).to.deep.equal([]);
+      // The key goes to the service alone: the parts' URLs are signed.
+      expect(toService.some((r) => r.authorization === `Bearer ${apiKey}`)).to.equal(true);
+      const toStore = requests.filter((r) => r.url.startsWith(proxy.endpoint));
+      expect(toStore).to.have.length.of.at.least(3);
+      expect(toStore.filter((r) => r.authorization !== undefined || r.url.includes(apiKey))).to.deep.equal([]);
       expect(complaints).to.deep.equal([]);
     } finally {
       await close();
