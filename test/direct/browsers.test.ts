@@ -5,7 +5,8 @@
 // (test/helpers/s3-proxy.ts) at S3_PUBLIC_ENDPOINT, which the service's
 // own S3 client never uses: what the proxy sees is what browsers sent. The
 // bucket's CORS rule is the one docs/operating.md gives: the page's origin,
-// PUT, ETag exposed.
+// PUT, ETag exposed. On s3rver here, and on Ceph RGW in CI
+// (.ci/rgw-suites.sh), which checks the parts' signed lengths and the rule.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
