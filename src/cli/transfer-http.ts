@@ -36,6 +36,10 @@ const REASONS: Record<string, string> = {
   ENETUNREACH: 'network unreachable',
   ENOTFOUND: 'host not found',
   EAI_AGAIN: 'name lookup failed',
+  // fetch's (undici's) own codes
+  UND_ERR_SOCKET: 'connection closed',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
 };
 
 /** Why a connection failed, in a few words (`connection reset`); fetch's errors carry the socket's in `cause`. */

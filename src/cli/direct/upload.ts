@@ -10,7 +10,7 @@ import { basename } from 'node:path';
 import type { PreviousUpload } from 'tus-js-client';
 import { CliError } from '../cli-error.js';
 import { createProgress, formatBytes } from '../progress.js';
-import { interruptedLine, retryLine } from '../resumable-upload.js';
+import { retryLine } from '../resumable-upload.js';
 import { Interrupted, onSigint } from '../transfer-http.js';
 import { uploadFingerprint, uploadStore } from '../upload-store.js';
 import { directApi, DirectApiError, wireTime, type Completed, type DirectApi, type DirectOffer, type DirectUploadState, type PartUrl } from './api.js';
@@ -42,6 +42,11 @@ export function partsOf(upload: Pick<DirectUploadState, 'size' | 'part_size' | '
     size: i + 1 < upload.parts ? upload.part_size : upload.size - i * upload.part_size,
   }));
 }
+
+/** What is left to say about an interrupted upload: what the store holds (parts in flight were lost), and how to continue. */
+const interruptedLine = (stored: number, size: number, partsStored: number, parts: number) =>
+  `interrupted at ${Math.floor((stored / size) * 100)}% (${formatBytes(stored)} of ${formatBytes(size)} in the store, ${partsStored} of ${parts} parts); ` +
+  'run the same command again to resume, or add --fresh to start over';
 
 /** Part numbers per signing request: the route's most. */
 const SIGN_BATCH = 100;
@@ -133,7 +138,7 @@ export async function directUpload(options: DirectUploadOptions): Promise<Comple
   let storedBytes = 0;
   let inFlight = 0;
   let parts: Part[] = [];
-  let etags = new Map<number, string>();
+  const etags = new Map<number, string>();
   try {
     if (options.fresh) {
       for (const old of await store.findUploadsByFingerprint(fingerprint)) {
@@ -200,7 +205,7 @@ export async function directUpload(options: DirectUploadOptions): Promise<Comple
   } catch (err) {
     if (interrupt.signal.aborted) {
       progress.finish();
-      throw new Interrupted(interruptedLine(storedBytes, size));
+      throw new Interrupted(interruptedLine(storedBytes, size, etags.size, parts.length));
     }
     if (err instanceof DirectApiError || !(err instanceof CliError) || !parts.length) throw err;
     // A part or a signing that failed for good: what the store holds stays for the next run.
