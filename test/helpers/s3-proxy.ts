@@ -12,6 +12,8 @@ export interface S3Proxy {
   cut(match: ((req: IncomingMessage) => boolean) | undefined): void;
   /** Requests cut so far. */
   readonly cutCount: number;
+  /** Every request received so far (cut, held or forwarded), in order: what clients sent the store. */
+  readonly received: readonly { method: string; url: string }[];
   /** Holds the answer of every request for which `match` is true for `ms` before passing it on (until cleared with `undefined`). */
   delay(match: ((req: IncomingMessage) => boolean) | undefined, ms?: number): void;
   /** Answers delayed so far. */
@@ -57,6 +59,7 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
   let delayedCount = 0;
   let holding: ((req: IncomingMessage) => boolean) | undefined;
   const held: Held[] = [];
+  const received: { method: string; url: string }[] = [];
   const forwardHeld = ({ req, headers, body }: Held) =>
     body.then((bytes) =>
       bytes === undefined
@@ -72,6 +75,7 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
         }),
     );
   const server = createServer((req, res) => {
+    received.push({ method: req.method ?? '', url: req.url ?? '' });
     if (match?.(req)) {
       cutCount += 1;
       req.socket.destroy();
@@ -113,6 +117,7 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
     get cutCount() {
       return cutCount;
     },
+    received,
     delay(match, ms = 0) {
       delayed = match && { match, ms };
     },

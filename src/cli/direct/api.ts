@@ -5,7 +5,7 @@
 // store (parts.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CliError } from '../cli-error.js';
-import { networkReason, oneLine, responseError } from '../transfer-http.js';
+import { networkReason, oneLine, responseError, responseOf, startRequest } from '../transfer-http.js';
 
 /** `GET .../uploads/direct` when the server offers direct uploads. */
 export interface DirectOffer {
@@ -55,6 +55,8 @@ export const RETRY_DELAYS = [1_000, 2_000, 5_000, 10_000, 20_000, 30_000];
 
 /** A JSON request gets this long, answer included. */
 const REQUEST_TIMEOUT_MS = 60_000;
+/** The most of an answer read. */
+const ANSWER_LIMIT = 4 * 1024 * 1024;
 
 /** A refusal the service answered: its status and code, for the callers that act on one (404 upload_not_found). */
 export class DirectApiError extends CliError {
@@ -98,17 +100,25 @@ export function directApi(options: DirectApiOptions) {
   const urlOf = (path: string) => new URL(`${base.href.replace(/\/+$/, '')}${path}`);
 
   async function once(method: string, url: URL, body?: unknown): Promise<Answer> {
-    const headers: Record<string, string> = {};
+    const json = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const headers: Record<string, string | number> = {};
     if (authorization) headers.Authorization = authorization;
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const res = await fetch(url, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
-    });
-    const retryAfter = Number(res.headers.get('retry-after'));
-    return { status: res.status, text: await res.text(), retryAfterMs: retryAfter > 0 ? retryAfter * 1000 : undefined };
+    if (json) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': json.length });
+    // node:http rather than fetch: fetch refuses servers on ports it deems unsafe (6000, 10080, ...).
+    const req = startRequest(url, { method, headers, signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]) });
+    const answered = responseOf(req);
+    req.end(json);
+    const res = await answered;
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      length += chunk.length;
+      // 100 part URLs are some 60 kB; more than this is no answer of ours.
+      if (length > ANSWER_LIMIT) throw new CliError(`${url.origin} answered more than ${ANSWER_LIMIT} bytes to ${method} ${url.pathname}`);
+      chunks.push(chunk);
+    }
+    const retryAfter = Number(res.headers['retry-after']);
+    return { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfterMs: retryAfter > 0 ? retryAfter * 1000 : undefined };
   }
 
   /** Sends until answered 2xx or a refusal that will not pass; throws a one-line CliError (a DirectApiError for a refusal). */
@@ -120,7 +130,8 @@ export function directApi(options: DirectApiOptions) {
         answer = await once(method, url, body);
       } catch (err) {
         if (signal.aborted) throw err;
-        const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s` : networkReason(err);
+        // startRequest's idle timeout (a CliError) or our deadline (an abort): no answer.
+        const reason = err instanceof CliError || (err as Error).name === 'AbortError' ? 'no answer in time' : networkReason(err);
         if (attempt >= RETRY_DELAYS.length) throw new CliError(`connection to ${url.origin} failed (${reason})`);
         await wait(RETRY_DELAYS[attempt]!, reason);
         continue;
