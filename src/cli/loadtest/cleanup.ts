@@ -82,7 +82,7 @@ export async function removeFiles(work: Workload, signal: AbortSignal, say: (lin
     left: left.sort((a, b) => a - b),
     statuses: recorder.totals().delete?.statuses ?? {},
     tus: { asked: recorder.totals()['tus GET']?.requests ?? 0, terminated: recorder.totals()['tus DELETE']?.statuses['204'] ?? 0 },
-    direct: { aborted: recorder.totals()['direct DELETE']?.statuses['204'] ?? 0 },
+    direct: { aborted: recorder.totals()['direct DELETE']?.statuses['200'] ?? 0 },
     waitedSeconds: (gate.waitedMs - waitedBefore) / 1000,
   };
 }
