@@ -25,6 +25,8 @@ import type { RequestsInFlight } from './limits/requests-in-flight.js';
 import type { Metrics } from './metrics.js';
 import type { ResumableUploads } from './tus/uploads.js';
 import { tusRoutes } from './tus/routes.js';
+import type { DirectUploads } from './direct/uploads.js';
+import { directRoutes } from './direct/routes.js';
 import type { WebhookEndpoints } from './webhooks/endpoints.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import type { FileRequests } from './requests/service.js';
@@ -52,6 +54,8 @@ export interface ApiDeps {
   publicUrl: string;
   /** Resumable uploads (tus); absent: no /uploads routes. */
   resumable?: ResumableUploads;
+  /** Uploads straight to the store (their routes answer 404 direct_uploads_off without S3_DIRECT_UPLOADS). */
+  direct?: DirectUploads;
   /** The account's webhooks; absent: no /webhooks routes. */
   webhooks?: WebhookEndpoints;
   /** The account's file requests; absent: no /requests routes. */
@@ -66,7 +70,7 @@ export interface ApiDeps {
 export const API_PREFIX = '/api/v1';
 
 /** The versioned API's router, every feature's routes mounted under /api/v1. */
-export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, requestsInFlight, bodyTimeoutMs, metrics, publicUrl, resumable, webhooks, requests, keys, audit }: ApiDeps) {
+export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurrencySlots, bodyRate, requestLimits, authFailures, requestsInFlight, bodyTimeoutMs, metrics, publicUrl, resumable, direct, webhooks, requests, keys, audit }: ApiDeps) {
   const router = new Router<AuthState>({ prefix: API_PREFIX });
   // On each route rather than router.use(), so logs and metrics name the
   // route even when a request is refused before reaching it.
@@ -87,6 +91,8 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
   router.use('/files', linkRoutes(need, { links, publicUrl, bodyTimeoutMs }).routes());
   router.use('/files', fileRoutes(need, { files, publicUrl }).routes());
   router.use(statsRoutes(need, { files, concurrencySlots }).routes());
+  // Before tus's: /uploads/direct is not a tus upload's id.
+  if (direct) router.use('/uploads', directRoutes(need, { direct, publicUrl, bodyTimeoutMs }).routes());
   if (resumable) router.use('/uploads', tusRoutes(need, { resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl }).routes());
   if (webhooks) router.use('/webhooks', webhookRoutes(need, { webhooks, bodyTimeoutMs }).routes());
   if (requests) router.use('/requests', requestRoutes(need, { requests, publicUrl, bodyTimeoutMs }).routes());

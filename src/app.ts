@@ -41,6 +41,8 @@ import type { RequestLinkLimits } from './limits/request-link-limits.js';
 import { requestLinkRoutes } from './requests/link-routes.js';
 import { requestUploadRoutes } from './uploads/routes.js';
 import { tusRoutes } from './tus/routes.js';
+import type { DirectUploads } from './direct/uploads.js';
+import { directRoutes } from './direct/routes.js';
 import { requestTusScope } from './tus/request-scope.js';
 import type { AuthState } from './http/auth.js';
 import type { Middleware } from 'koa';
@@ -53,6 +55,7 @@ export interface AppDeps {
   links: LinkService;
   /** Resumable uploads (tus) under /api/v1/uploads. */
   resumable?: ResumableUploads;
+  direct?: DirectUploads;
   /** The account's keys under /api/v1/keys. */
   keys?: ApiKeys;
   /** The audit trail under /api/v1/audit, and AUDIT_FULL_ADDRESSES. */
@@ -108,7 +111,7 @@ export function createApp(deps: AppDeps): Koa {
   // Errors before the headers are answered and logged by errorResponses;
   // the ones after (a download's store stream failing) arrive here.
   app.on('error', lateErrors(logger, metrics));
-  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, webhooks: deps.webhooks, requests: deps.requests?.service, keys: deps.keys, audit: deps.audit });
+  const api = apiRoutes({ accounts, files, links, uploads: deps.uploads, uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, requestLimits, authFailures, requestsInFlight: deps.requestsInFlight, bodyTimeoutMs: deps.bodyTimeoutMs, metrics, publicUrl, resumable: deps.resumable, direct: deps.direct, webhooks: deps.webhooks, requests: deps.requests?.service, keys: deps.keys, audit: deps.audit });
   const downloads = downloadRoutes({ downloads: links.downloads, tokenFailures, passwordFailures: deps.passwordFailures, metrics, rate: deps.downloadRate, onCountError: (err) => logger.error({ err }, 'download count failed'), corsOrigins: deps.corsOrigins?.filter((origin) => origin !== '*'), auditAddress: deps.audit?.downloads ? (ip) => truncateAddress(ip, deps.audit!.fullAddresses) : undefined });
   app.use(clientAddress({
     trust: deps.trustProxy ? (deps.trustedProxies ?? 'all') : 'none',
@@ -128,6 +131,10 @@ export function createApp(deps: AppDeps): Koa {
     const { router: requestLinks, guard } = requestLinkRoutes({ requests, limits: deps.requests.limits, tokenFailures, passwordFailures: deps.passwordFailures, metrics, publicUrl, fullAddresses: deps.audit?.fullAddresses });
     const transport = { uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, metrics };
     requestLinks.use(requestUploadRoutes(guard, { ...transport, uploads: deps.uploads, live, uploadExpirySeconds }).routes());
+    if (deps.direct) {
+      const direct = directRoutes(() => guard as Middleware<AuthState>, { direct: deps.direct, publicUrl, bodyTimeoutMs: deps.bodyTimeoutMs }, { uploadExpirySeconds, now: requests.clock });
+      requestLinks.use('/uploads', direct.routes());
+    }
     if (deps.resumable) {
       const scope = requestTusScope({ requests, live, uploadExpirySeconds, publicUrl });
       // The link's guard stands for the key's: every tus request through the link passes it, whatever the scope.

@@ -84,6 +84,7 @@ const schema = z
     S3_ABORT_INCOMPLETE_DAYS: integer(0, 3650).default(7),
     S3_PRESIGNED_DOWNLOADS: flag.default(false),
     S3_POOLED_READS: flag.default(true),
+    S3_DIRECT_UPLOADS: flag.default(false),
     S3_PUBLIC_ENDPOINT: urlSetting(['http', 'https'], 'https://files.example.com', true).optional(),
     // SigV4 URLs live at most 7 days.
     S3_PRESIGN_SECONDS: integer(1, 604_800).default(60),
@@ -130,6 +131,7 @@ const schema = z
     GC_ORPHAN_OBJECTS: z.enum(['remove', 'report', 'off']).default('remove'),
     GC_OBJECTS_PER_SWEEP: integer(1, 1_000_000).default(1000),
     RESUMABLE_EXPIRY: integer(1, 30 * 86_400).default(86_400),
+    DIRECT_UPLOAD_EXPIRY: integer(60, 30 * 86_400).default(86_400),
     RESUMABLE_TAKEOVER_TIMEOUT: integer(0, 600).default(10),
     AUTH_FAILURE_LIMIT: integer(1, 1_000_000).default(20),
     LINK_FAILURE_LIMIT: integer(1, 1_000_000).default(60),
@@ -186,6 +188,17 @@ const schema = z
     // Only S3 can serve the bytes itself; on the local store the setting would do nothing, silently.
     if (env.S3_PRESIGNED_DOWNLOADS && !env.S3_BUCKET) {
       ctx.addIssue({ code: 'custom', path: ['S3_PRESIGNED_DOWNLOADS'], message: 'is true but the store is local: presigned downloads need the S3 store (set S3_BUCKET), or unset it' });
+    }
+    // Only S3 can take the parts itself, as for the download offload.
+    if (env.S3_DIRECT_UPLOADS && !env.S3_BUCKET) {
+      ctx.addIssue({ code: 'custom', path: ['S3_DIRECT_UPLOADS'], message: 'is true but the store is local: uploads straight to the store need the S3 store (set S3_BUCKET), or unset it' });
+    }
+    if (env.S3_BUCKET && env.S3_DIRECT_UPLOADS && env.S3_ABORT_INCOMPLETE_DAYS > 0 && env.DIRECT_UPLOAD_EXPIRY > env.S3_ABORT_INCOMPLETE_DAYS * 86_400) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['DIRECT_UPLOAD_EXPIRY'],
+        message: `is longer than S3_ABORT_INCOMPLETE_DAYS (${env.S3_ABORT_INCOMPLETE_DAYS} days, ${env.S3_ABORT_INCOMPLETE_DAYS * 86_400} s), after which the bucket aborts an upload's parts; lower it or raise S3_ABORT_INCOMPLETE_DAYS`,
+      });
     }
     // The bucket's lifecycle rule aborts a multipart upload that many days
     // after it began, however recently it was written to: a resumable upload
@@ -312,6 +325,8 @@ const schema = z
     storeLateWriteWindow: env.STORE_LATE_WRITE_WINDOW,
     /** Seconds an unfinished resumable upload lives after its creation or last write (Upload-Expires). */
     resumableExpiry: env.RESUMABLE_EXPIRY,
+    /** Seconds an upload straight to the store (S3_DIRECT_UPLOADS) may take from its creation to its completion; then the sweep aborts it. */
+    directUploadExpiry: env.DIRECT_UPLOAD_EXPIRY,
     /** Seconds a tus request waits for the request writing to the same upload to stop and let go (newest request wins); 0: 409 at once. */
     resumableTakeoverTimeout: env.RESUMABLE_TAKEOVER_TIMEOUT,
     /** Failed API keys, and unknown download links, allowed per client address and minute before 429. */
@@ -370,6 +385,8 @@ const schema = z
           /** Downloads read from the store into reused buffers (storage/pooled-read.ts); false: through the SDK's GetObject. */
           pooledReads: env.S3_POOLED_READS,
           presign: env.S3_PRESIGNED_DOWNLOADS ? { publicEndpoint: env.S3_PUBLIC_ENDPOINT ?? env.S3_ENDPOINT, seconds: env.S3_PRESIGN_SECONDS } : undefined,
+          /** Uploads straight to the store (S3_DIRECT_UPLOADS), their part URLs signed for the public endpoint. */
+          direct: env.S3_DIRECT_UPLOADS ? { publicEndpoint: env.S3_PUBLIC_ENDPOINT ?? env.S3_ENDPOINT } : undefined,
         }
       : undefined,
   }));

@@ -18,7 +18,7 @@ export interface WireFileSource {
   id: number;
   filename: string;
   size: number;
-  sha256?: string;
+  sha256?: string | null;
   downloadCount: number;
   linkToken: string;
   createdAt: Date;
@@ -55,7 +55,8 @@ export const FILE_WIRE_FIELDS = [
     in: ['event'],
     only: 'a receiver checks what it fetches against it; the API has never shown it (SPEC.md\'s file record)',
     columns: ['sha256'],
-    value: (f) => f.sha256 ?? '',
+    // null for an upload straight to the store whose client declared none (src/direct/).
+    value: (f) => f.sha256 ?? null,
     sql: () => Prisma.sql`f.sha256`,
   }),
   field({ name: 'upload_date', in: BOTH, columns: ['created_at'], value: (f) => formatDate(f.createdAt), sql: () => sqlDate('f.created_at') }),

@@ -28,7 +28,8 @@ import { UploadLocker } from './tus/locker.js';
 import { FileService } from './files/service.js';
 import { PlainUploads } from './uploads/service.js';
 import { Intake } from './intake/intake.js';
-import { Sweeper } from './files/sweeper.js';
+import { allExpiring, Sweeper, type ExpiringUploads } from './files/sweeper.js';
+import { DirectUploads } from './direct/uploads.js';
 import { UploadGate } from './limits/upload-gate.js';
 import { ConcurrencySlots } from './limits/concurrent-uploads.js';
 import { FailureLimits } from './limits/failure-limits.js';
@@ -218,6 +219,8 @@ interface Services {
   ledger: UploadLedger;
   links: LinkService;
   resumable: ResumableUploads;
+  /** Uploads straight to the store: taken only with S3_DIRECT_UPLOADS (404 direct_uploads_off without), swept always. */
+  direct: DirectUploads;
   concurrencySlots: ConcurrencySlots;
   webhooks: WebhookEndpoints;
   /** The account's keys as its owner manages them (/api/v1/keys). */
@@ -297,7 +300,19 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
     onCleanupError: tools.onCleanupError,
     onDigestRead: () => tools.metrics.resumableDigestReads.inc(),
   });
-  const sweeper = newSweeper(config, logger, db, store, ledger, resumable, clock);
+  // Swept even with S3_DIRECT_UPLOADS turned off since: what uploads it left are aborted at their expiry.
+  const direct = new DirectUploads({
+    prisma: db.prisma,
+    intake,
+    ledger,
+    store,
+    expirySeconds: config.directUploadExpiry,
+    storeLifetimeSeconds: uploadLifetime,
+    defaultConcurrency: config.accountUploadConcurrency,
+    onCleanupError: tools.onCleanupError,
+    clock,
+  });
+  const sweeper = newSweeper(config, logger, db, store, ledger, allExpiring(resumable, direct), clock);
   const sweep = async (graceSeconds = config.gcGrace) => {
     const result = await sweeper.sweep(graceSeconds);
     if (result.expired || result.uploads || result.deletes || result.strays || result.orphans || result.failed) logger.info({ ...result }, 'swept expired files and pending objects');
@@ -326,7 +341,7 @@ async function buildServices(config: Config, logger: Logger, { db, store, upload
   });
   relay.start();
   closers.add('webhook relay', () => relay.close());
-  return { accounts, keys, plans, files, uploads, ledger, links, resumable, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), requests, requestUploads, adminToken, sweep, checkOrphans };
+  return { accounts, keys, plans, files, uploads, ledger, links, resumable, direct, concurrencySlots, webhooks: new WebhookEndpoints(db.prisma), requests, requestUploads, adminToken, sweep, checkOrphans };
 }
 
 /**
@@ -355,9 +370,9 @@ function warnWithoutSessions(logger: Logger, redis: boolean): void {
  * interval, then after twice as long each time, at most four intervals; the
  * walk over the store's objects reports each sweep's orphans in the log.
  */
-function newSweeper(config: Config, logger: Logger, db: Database, store: ObjectStore, ledger: UploadLedger, resumable: ResumableUploads, clock: Clock): Sweeper {
+function newSweeper(config: Config, logger: Logger, db: Database, store: ObjectStore, ledger: UploadLedger, expiring: ExpiringUploads, clock: Clock): Sweeper {
   const intervalMs = (config.gcInterval || 60) * 1000;
-  return new Sweeper(db.prisma, store, ledger, resumable, {
+  return new Sweeper(db.prisma, store, ledger, expiring, {
     retryMs: { first: intervalMs / 2, max: 4 * intervalMs },
     auditRetentionDays: config.audit.retentionDays,
     clock,
@@ -419,6 +434,7 @@ function buildApps(config: Config, logger: Logger, infra: Infrastructure, servic
     uploads: services.uploads,
     links: services.links,
     resumable: services.resumable,
+    direct: services.direct,
     webhooks: services.webhooks,
     keys: services.keys,
     audit: { trail: new AuditTrail(db.prisma), fullAddresses: config.audit.fullAddresses, downloads: config.audit.downloads },

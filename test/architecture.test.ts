@@ -13,7 +13,7 @@ const LAYERS: Record<string, string[]> = {
   'the composition root': ['server'],
   'the Koa apps: the public app, the versioned API it mounts, the admin app': ['app', 'api', 'admin'],
   'pages, probes and the description of the API: the home page, the docs, the web app, health, the OpenAPI document built from the features\' schemas': ['pages', 'health', 'openapi'],
-  'transports: tus, plain uploads, each with its routes': ['tus', 'uploads'],
+  'transports: tus, plain uploads, uploads straight to the store, each with its routes': ['tus', 'uploads', 'direct'],
   'the intake: where every upload opens and becomes a file': ['intake'],
   'features, each with its routes: file requests, files, downloads, links, keys, webhooks, the audit trail': ['requests', 'files', 'downloads', 'links', 'keys', 'webhooks', 'trail'],
   'HTTP: what every route shares (auth, client address, errors, bodies, the request log)': ['http'],

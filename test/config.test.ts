@@ -200,6 +200,23 @@ describe('loadConfig', () => {
     expect(message.trim().split('\n')).to.have.length(1);
   });
 
+  it('when S3_DIRECT_UPLOADS is set, then S3 signs parts for S3_PUBLIC_ENDPOINT (default S3_ENDPOINT); on the local store, or with an expiry past the bucket\'s lifecycle rule, it is refused in one line', () => {
+    expect(loadConfig({ S3_BUCKET: 'uploads' }).s3?.direct, 'off by default').to.equal(undefined);
+    expect(loadConfig({ S3_BUCKET: 'uploads', S3_ENDPOINT: 'http://minio:9000', S3_DIRECT_UPLOADS: 'true' }).s3?.direct).to.deep.equal({ publicEndpoint: 'http://minio:9000' });
+    expect(loadConfig({ S3_BUCKET: 'uploads', S3_DIRECT_UPLOADS: 'true', S3_PUBLIC_ENDPOINT: 'https://files.example.com' }).s3?.direct).to.deep.equal({ publicEndpoint: 'https://files.example.com' });
+    expect(loadConfig({}).directUploadExpiry).to.equal(86_400);
+    const refusal = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        return (err as Error).message.trim().split('\n');
+      }
+      return [];
+    };
+    expect(refusal({ S3_DIRECT_UPLOADS: 'true' })).to.have.length(1).and.to.satisfy((lines: string[]) => /S3_DIRECT_UPLOADS: is true but the store is local/.test(lines[0]!));
+    expect(refusal({ S3_BUCKET: 'b', S3_DIRECT_UPLOADS: 'true', S3_ABORT_INCOMPLETE_DAYS: '1', DIRECT_UPLOAD_EXPIRY: '90000' })[0]).to.match(/DIRECT_UPLOAD_EXPIRY: is longer than S3_ABORT_INCOMPLETE_DAYS/);
+  });
+
   it('when a secret is still the .env.example placeholder, then the configuration is refused naming it (issue 21)', () => {
     expect(() => loadConfig({ S3_BUCKET: 'b', S3_ACCESS_KEY_ID: 'app', S3_SECRET_ACCESS_KEY: 'change-me-minio-app-secret' })).to.throw(ConfigError, /S3_SECRET_ACCESS_KEY: is still the .env.example placeholder/);
     expect(() => loadConfig({ ADMIN_TOKEN: 'change-me-admin-token-0123456789abcdef' })).to.throw(ConfigError, /ADMIN_TOKEN: is still the .env.example placeholder/);

@@ -98,7 +98,9 @@ export function downloadRoutes({ downloads, tokenFailures, passwordFailures, met
 
   /** Headers of the file, and what of it to send: undefined for no body (HEAD, or a fresh cache), else the range (none: the whole file). */
   function describe(ctx: Context, file: LinkedFile): { range?: ByteRange } | undefined {
-    const etag = `"${file.sha256}"`;
+    // A file whose bytes the service never saw has no SHA-256: its object's key
+    // is as strong a validator (an object is never rewritten under its key).
+    const etag = `"${file.sha256 ?? file.storageKey}"`;
     ctx.set({
       'Content-Disposition': attachment(file.filename),
       'X-Content-Type-Options': 'nosniff',

@@ -6,8 +6,8 @@ export interface FileRecord {
   filename: string;
   /** Bytes. */
   size: number;
-  /** Hex SHA-256 of the content. */
-  sha256: string;
+  /** Hex SHA-256 of the content; null for an upload straight to the store that declared none (src/direct/). */
+  sha256: string | null;
   storageKey: string;
   /** The token of the file's primary link (src/links/links.ts). */
   linkToken: string;
@@ -25,7 +25,7 @@ interface FileRow {
   accountId: number;
   filename: string;
   size: bigint;
-  sha256: string;
+  sha256: string | null;
   storageKey: string;
   linkToken: string;
   downloadCount: bigint;
@@ -46,7 +46,7 @@ export interface FileColumns {
   account_id: number;
   filename: string;
   size: bigint;
-  sha256: string;
+  sha256: string | null;
   storage_key: string;
   link_token: string;
   download_count: bigint;

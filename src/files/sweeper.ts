@@ -35,9 +35,24 @@ const CLAIM_SECONDS = 600;
 /** The points of a sweep between two of its writes (tests interrupt it there, as a crash would). */
 export type SweepStep = 'claimed' | 'discarded' | 'forgotten';
 
-/** The tus uploads' own sweep (src/tus/uploads.ts): expired uploads, as their removal does them. */
+/** The tus uploads' own sweep (src/tus/uploads.ts), and the direct ones' (src/direct/uploads.ts): expired uploads, as their removal does them. */
 export interface ExpiringUploads {
   sweepExpired(limit: number): Promise<{ removed: number; failed: number }>;
+}
+
+/** Several transports' expired uploads (tus, direct) as one sweep step, each in turn. */
+export function allExpiring(...parts: ExpiringUploads[]): ExpiringUploads {
+  return {
+    async sweepExpired(limit) {
+      const total = { removed: 0, failed: 0 };
+      for (const part of parts) {
+        const { removed, failed } = await part.sweepExpired(limit);
+        total.removed += removed;
+        total.failed += failed;
+      }
+      return total;
+    },
+  };
 }
 
 export interface SweeperOptions {

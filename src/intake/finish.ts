@@ -19,8 +19,8 @@ export interface StoredFile {
   filename: string;
   /** Bytes. */
   size: number;
-  /** Hex SHA-256 of the content. */
-  sha256: string;
+  /** Hex SHA-256 of the content; null when the service never saw the bytes and the client declared none (src/direct/). */
+  sha256: string | null;
   /** Key of the object, recorded in the upload ledger while it was written. */
   storageKey: string;
   /** Seconds from the commit to the file's expiry; none: it never expires. */

@@ -48,6 +48,12 @@ export interface Opening {
   size?: number;
   /** The file request the upload comes through: it takes one of its places. */
   requestId?: string;
+  /**
+   * Reserve the whole declared size against the storage quota now (413 when
+   * it does not fit), for a transport that never asks as bytes flow: an
+   * upload straight to the store (src/direct/).
+   */
+  reserveAll?: boolean;
 }
 
 /** How a written upload ended badly, for end(). */
@@ -85,8 +91,9 @@ export class Intake {
    * Opens an upload for `caller` and returns its storage key: refuses a
    * declared size over the plan (403) or past the storage quota's room
    * (413), takes a daily slot (403 when none is left), records the upload
-   * in the ledger, and takes its file request's place (404, 410). On a
-   * refusal nothing stays taken.
+   * in the ledger, takes its file request's place (404, 410), and with
+   * `reserveAll` reserves the declared size (413). On a refusal nothing stays
+   * taken.
    */
   async open(caller: Caller, opening: Opening = {}): Promise<string> {
     const { ledger, onCleanupError, prisma } = this.options;
@@ -97,13 +104,14 @@ export class Intake {
     if (quota !== null && size !== undefined && size > (await ledger.storage.room(caller.accountId, quota))) throw new StorageQuotaExceeded(quota);
     const storageKey = newStorageKey();
     await ledger.openUpload(storageKey, caller.accountId, caller.plan.dailyUploads, onCleanupError);
-    if (requestId !== undefined) {
-      try {
-        await takePlace(prisma, requestId, storageKey, this.clock());
-      } catch (err) {
-        await this.abandon(storageKey);
-        throw err;
+    try {
+      if (requestId !== undefined) await takePlace(prisma, requestId, storageKey, this.clock());
+      if (opening.reserveAll && quota !== null && size !== undefined && size > 0) {
+        if ((await ledger.storage.reserve(caller.accountId, storageKey, size, quota, false)) === 0) throw new StorageQuotaExceeded(quota);
       }
+    } catch (err) {
+      await this.abandon(storageKey);
+      throw err;
     }
     return storageKey;
   }

@@ -5,7 +5,8 @@
 // transport), tus's records and the sweeper (src/files), which orchestrate
 // over these operations:
 //
-//   open     take a daily slot and record the upload (openUpload; markResumable when tus adopts it)
+//   open     take a daily slot and record the upload (openUpload; markResumable when tus adopts it,
+//            markDirect when an upload straight to the store does)
 //   reserve  bytes against the storage quota before they are written (storage: admitter, gate, trim)
 //   commit   the record becomes a file row (statements.ts: claimForFileSql, storedFromReservationSql,
 //            run by the intake's finish)
@@ -18,7 +19,8 @@
 //   repair   recountReservations (`dropstream gc`)
 //
 // A record names an object that may exist without a file row: an upload in
-// progress (reason "upload", or "resumable" for a tus upload) or the object
+// progress (reason "upload", "resumable" for a tus upload, "direct" for one
+// straight to the store) or the object
 // of a deleted file (reason "delete"). An upload's record holds its daily
 // slot (account_id, quota_day) and its share of the storage quota
 // (reserved_bytes).
@@ -37,7 +39,7 @@ import { StorageQuota } from './storage-quota.js';
 import { systemClock, type Clock } from '../clock.js';
 
 /** What the pending_objects table is for; see prisma/schema.prisma. */
-export type PendingReason = 'upload' | 'resumable' | 'delete';
+export type PendingReason = 'upload' | 'resumable' | 'direct' | 'delete';
 
 export type PendingRecord = Prisma.PendingObjectGetPayload<object>;
 
@@ -84,7 +86,7 @@ async function forgetWhere(db: PrismaClient | Transaction, storageKey: string, w
 
 /** Uploads the account has in progress (plain or tus), read in `tx`: an account is deleted only while it holds none (accounts/service.ts). */
 export function uploadsInProgress(tx: Transaction, accountId: number): Promise<number> {
-  return tx.pendingObject.count({ where: { accountId, reason: { in: ['upload', 'resumable'] } } });
+  return tx.pendingObject.count({ where: { accountId, reason: { in: ['upload', 'resumable', 'direct'] } } });
 }
 
 export class UploadLedger {
@@ -138,6 +140,25 @@ export class UploadLedger {
    */
   markResumable(storageKey: string, uploadId: string | undefined) {
     return this.prisma.pendingObject.updateMany({ where: { storageKey, reason: 'upload' }, data: { reason: 'resumable', uploadId } });
+  }
+
+  /**
+   * An opened upload's record becomes a direct upload's (src/direct/: the
+   * client sends the parts to the store; the sweep leaves it to the upload's
+   * expiry), with the store's multipart upload id: a query for the batch
+   * transaction that creates its row.
+   */
+  markDirect(storageKey: string, uploadId: string) {
+    return this.prisma.pendingObject.updateMany({ where: { storageKey, reason: 'upload' }, data: { reason: 'direct', uploadId } });
+  }
+
+  /**
+   * A direct upload that will not become a file, once the store confirmed its
+   * clean-up: its record goes (its direct_uploads row with it), with its slot,
+   * reservation and place; true when this removed it.
+   */
+  async forgetDirect(storageKey: string): Promise<boolean> {
+    return forgetWhere(this.prisma, storageKey, Prisma.sql`reason = 'direct'`);
   }
 
   /** The store's handle on the incomplete upload, once it has one (the sweep discards it). */
@@ -238,12 +259,12 @@ export class UploadLedger {
 
   /**
    * Records to sweep, oldest first: every deleted file's, and uploads
-   * untouched since `cutoff` (tus uploads go when they expire, ended ones by
-   * endedForSweep).
+   * untouched since `cutoff` (tus and direct uploads go when they expire,
+   * ended ones by endedForSweep).
    */
   async dueForSweep(cutoff: Date, limit: number): Promise<PendingRecord[]> {
     return this.prisma.pendingObject.findMany({
-      where: { OR: [{ reason: 'delete' }, { reason: { not: 'resumable' }, endedAt: null, touchedAt: { lte: cutoff } }] },
+      where: { OR: [{ reason: 'delete' }, { reason: { notIn: ['resumable', 'direct'] }, endedAt: null, touchedAt: { lte: cutoff } }] },
       orderBy: { touchedAt: 'asc' },
       take: limit,
     });

@@ -45,6 +45,11 @@ const endUploadsSql = (held: 'held', now: Date) => Prisma.sql`
   UPDATE resumable_uploads SET expires_at = LEAST(resumable_uploads.expires_at, ${now}::timestamp(3)), deadline = ${now}::timestamp(3)
   FROM ${Prisma.raw(held)} WHERE resumable_uploads.storage_key = ${Prisma.raw(held)}.storage_key`;
 
+/** As endUploadsSql, for the direct uploads among `held`: they expire now, and the sweep aborts them. */
+const endDirectSql = (held: 'held', now: Date) => Prisma.sql`
+  UPDATE direct_uploads SET expires_at = LEAST(direct_uploads.expires_at, ${now}::timestamp(3))
+  FROM ${Prisma.raw(held)} WHERE direct_uploads.storage_key = ${Prisma.raw(held)}.storage_key`;
+
 /**
  * Closing request `requestId` (in `tx`, which has just marked it closed and
  * so holds its row lock: no new place can be taken meanwhile, and this
@@ -62,7 +67,7 @@ export async function settleRequestUploads(tx: Transaction, requestId: string, n
       SELECT storage_key, account_id, quota_day, reserved_bytes FROM pending_objects
       WHERE request_id = ${requestId} AND reason <> 'delete' AND account_id IS NOT NULL
       FOR UPDATE
-    ), ${settleHeld(false)}, ended AS (${endUploadsSql('held', now)})
+    ), ${settleHeld(false)}, ended AS (${endUploadsSql('held', now)}), direct_ended AS (${endDirectSql('held', now)})
     SELECT count(*)::integer AS ended FROM held`;
   return row?.ended ?? 0;
 }

@@ -135,7 +135,9 @@ export class StorageQuota {
       SELECT NOT EXISTS (
           SELECT 1 FROM pending_objects
           WHERE account_id = ${accountId} AND storage_key <> ${storageKey} AND reserved_bytes > 0 AND blocked_since IS NULL
-            -- A resumable upload between requests holds what it stored but makes no progress.
+            -- A resumable upload between requests holds what it stored but makes no progress;
+            -- a direct upload's bytes go to the store, never through a wait here.
+            AND reason <> 'direct'
             AND (reason <> 'resumable' OR EXISTS (
               SELECT 1 FROM resumable_uploads r WHERE r.storage_key = pending_objects.storage_key AND r.locked_until > ${new Date()}::timestamp(3)
             ))

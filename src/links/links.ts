@@ -26,8 +26,8 @@ export interface LinkedFile {
   filename: string;
   /** Bytes. */
   size: number;
-  /** Hex SHA-256 of the content (the download's ETag). */
-  sha256: string;
+  /** Hex SHA-256 of the content (the download's ETag); null for an upload straight to the store that declared none. */
+  sha256: string | null;
   storageKey: string;
   /** The token of the file's primary link. */
   linkToken: string;
@@ -278,7 +278,7 @@ interface ResolvedFileColumns {
   account_id: number;
   filename: string;
   size: bigint;
-  sha256: string;
+  sha256: string | null;
   storage_key: string;
   link_token: string;
   file_expires_at: Date | null;

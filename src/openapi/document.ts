@@ -21,6 +21,7 @@ import { keyPaths, keySchemas } from './keys.js';
 import { SCOPES } from '../accounts/scopes.js';
 import { routeKey, type RouteScopes } from '../http/scoped.js';
 import { requestPaths } from './requests.js';
+import { directPaths } from './direct.js';
 import {
   API_KEY,
   answerSchemas,
@@ -325,7 +326,7 @@ export function openApiDocument(publicUrl: string, scopes?: RouteScopes): OpenAp
     tags: [
       { name: 'files', description: 'Upload, list, inspect and delete files.' },
       { name: 'links', description: 'A file\'s public links: list them, make more with their own expiry, download limit and password, revoke or rotate them.' },
-      { name: 'uploads', description: 'Resumable uploads (tus 1.0.0): create, write from an offset, ask the offset, terminate.' },
+      { name: 'uploads', description: 'Resumable uploads (tus 1.0.0): create, write from an offset, ask the offset, terminate; and uploads straight to the store (S3_DIRECT_UPLOADS): create, sign parts, complete, abort.' },
       { name: 'webhooks', description: 'Signed event deliveries to the account\'s own URLs (Standard Webhooks): add, list, remove, rotate the secret, see deliveries. The events sent are under `webhooks`.' },
       { name: 'requests', description: 'File requests: upload links through which people without an account send files into the account (the owner\'s routes need the key; the `/r/{token}` routes do not).' },
       { name: 'keys', description: 'The account\'s API keys: make one with scopes, an expiry and address ranges (never wider than the key making it), list them, revoke one.' },
@@ -335,7 +336,7 @@ export function openApiDocument(publicUrl: string, scopes?: RouteScopes): OpenAp
       { name: 'operations', description: 'Liveness and readiness.' },
       { name: 'docs', description: 'This description and its viewer.' },
     ],
-    paths: { ...apiPaths(s), ...linkPaths(s), ...webhookPaths(), ...keyPaths(), ...requestPaths(s), ...tusPaths(s), ...publicPaths() },
+    paths: { ...apiPaths(s), ...linkPaths(s), ...webhookPaths(), ...keyPaths(), ...requestPaths(s), ...directPaths(s), ...tusPaths(s), ...publicPaths() },
     webhooks: webhookEvents(),
     components: withTus(components(s)),
   };

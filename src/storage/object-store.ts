@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { ResumableStore } from './resumable.js';
 import type { PooledRead } from './pooled-read.js';
 import type { ByteRange } from './store-errors.js';
+import type { DirectStore } from './direct.js';
 
 // The errors every store throws and the range type live in store-errors.ts, so
 // the stores' parts (pooled-read.ts, store-deadlines.ts) need not import this
@@ -105,6 +106,9 @@ export interface ObjectStore extends ResumableStore {
    * S3_PRESIGNED_DOWNLOADS); signing is local, no call to the store.
    */
   presignGet?(key: string, options: PresignOptions): Promise<string>;
+
+  /** Uploads straight to the store (direct.ts): only S3 with S3_DIRECT_UPLOADS has them. */
+  readonly direct?: DirectStore;
 
   /** The object's info, or undefined when there is no such object. */
   head(key: string): Promise<ObjectInfo | undefined>;

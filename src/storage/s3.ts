@@ -4,6 +4,8 @@ import { StartupError } from '../startup-error.js';
 import { ObjectNotFoundError, ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectPage, type ObjectStore, type OpenUpload, type PutOptions } from './object-store.js';
 import { describeS3Error } from './s3-errors.js';
 import { s3Presigner, s3ReadSigner } from './s3-presign.js';
+import { s3DirectStore } from './s3-direct.js';
+import type { DirectStore } from './direct.js';
 import { BufferShelf, openPooledRead, UnsupportedAnswer, StoreAnswerError, type PooledRead } from './pooled-read.js';
 import { DeadlineHttpHandler } from './s3-handler.js';
 import { DEFAULT_DEADLINES, idleTimed, type StoreCallObserver, type StoreDeadlines } from './store-deadlines.js';
@@ -38,6 +40,8 @@ export interface S3StoreOptions {
   deadlines?: StoreDeadlines;
   /** Present (S3_PRESIGNED_DOWNLOADS): the store can hand out download URLs (presignGet), signed for `publicEndpoint` (default: endpoint). */
   presign?: { publicEndpoint?: string };
+  /** Present (S3_DIRECT_UPLOADS): clients may upload parts straight to the store (direct), through URLs signed for `publicEndpoint` (default: endpoint). */
+  direct?: { publicEndpoint?: string };
   /**
    * Downloads (getPooled) read into reused buffers (pooled-read.ts), the GET
    * presigned by the SDK; false or absent: through GetObject. On by default
@@ -80,6 +84,7 @@ export class S3ObjectStore implements ObjectStore {
   readonly client: S3Client;
   readonly bucket: string;
   readonly presignGet?: ObjectStore['presignGet'];
+  readonly direct?: DirectStore;
 
   private readonly deadlines: StoreDeadlines;
   /** Part buffers beyond each upload's first, lent to whichever upload is sending. */
@@ -115,6 +120,7 @@ export class S3ObjectStore implements ObjectStore {
       logger,
       requestHandler: new DeadlineHttpHandler({ connectionTimeout: 5_000, logger }, this.deadlines, hooks.observe, options.partSize),
     });
+    if (options.direct) this.direct = s3DirectStore(this, { ...options, publicEndpoint: options.direct.publicEndpoint ?? options.endpoint });
     // Parts (and small objects) go out from buffers, which the SDK hashes
     // whole for the SigV4 signature: a second SHA-256 of every uploaded byte
     // (14% of the server's CPU during an upload, `npm run bench -- --profile`)

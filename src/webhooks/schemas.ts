@@ -57,7 +57,7 @@ const eventFile = z
     file_id: z.number().int().min(1).max(2147483647),
     filename: z.string(),
     size: count('Bytes.'),
-    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/).nullable().meta({ description: 'Hex SHA-256 of the content; null for an upload straight to the store whose client declared none (docs/direct-uploads.md).' }),
     upload_date: wireDate(),
     download_count: count('Complete downloads, this one included for file.downloaded.'),
     expires_at: optionalDate('When the file expires; null: never.'),

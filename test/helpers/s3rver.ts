@@ -1,8 +1,8 @@
 // s3rver (an S3 API server written in JavaScript) in this process, for tests.
 // MinIO is what operators run; it cannot be installed here.
 //
-// s3rver lacks two calls that MinIO and AWS have and that our store uses:
-// AbortMultipartUpload and ListMultipartUploads (and its paging of
+// s3rver lacks three calls that MinIO and AWS have and that our store uses:
+// AbortMultipartUpload, ListMultipartUploads and ListParts (and its paging of
 // ListObjectsV2 fails on Node 17 and later: see below). They are added below on top
 // of s3rver's own on-disk layout (an upload is a folder of parts under
 // <bucket>/._S3rver_uploads/<uploadId>, with the object key in a `key` file),
@@ -50,6 +50,31 @@ function multipartExtensions(directory: string) {
       }
       await rm(dir, { recursive: true, force: true });
       ctx.status = 204;
+      return;
+    }
+    if (bucket && key && ctx.method === 'GET' && typeof ctx.query.uploadId === 'string') {
+      // ListParts (uploads straight to the store, src/storage/s3-direct.ts): each part is a file named by
+      // its number beside its MD5 (<number>.md5), which is its ETag. One page: tests hold few parts.
+      const dir = join(uploadsDir(directory, bucket), ctx.query.uploadId);
+      const names = await readdir(dir).catch(() => undefined);
+      ctx.type = 'application/xml';
+      if (!names) {
+        ctx.status = 404;
+        ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>';
+        return;
+      }
+      const numbers = names.filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
+      const parts = await Promise.all(
+        numbers.map(async (n) => {
+          const [info, md5] = await Promise.all([stat(join(dir, String(n))), readFile(join(dir, `${n}.md5`), 'utf8')]);
+          return `<Part><PartNumber>${n}</PartNumber><ETag>"${md5.trim()}"</ETag><Size>${info.size}</Size><LastModified>${info.mtime.toISOString()}</LastModified></Part>`;
+        }),
+      );
+      ctx.body =
+        '<?xml version="1.0" encoding="UTF-8"?>\n<ListPartsResult>' +
+        `<Bucket>${xml(bucket)}</Bucket><Key>${xml(key)}</Key><UploadId>${xml(ctx.query.uploadId)}</UploadId><IsTruncated>false</IsTruncated>` +
+        parts.join('') +
+        '</ListPartsResult>';
       return;
     }
     if (bucket && !key && ctx.method === 'GET' && 'uploads' in ctx.query) {
