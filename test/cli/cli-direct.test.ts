@@ -118,7 +118,9 @@ describe('dropstream upload straight to the store', function () {
         const uploadUrl = await until('the CLI to remember its upload', () => rememberedUpload(path));
         const stored = async () => {
           const res = await fetch(uploadUrl, { headers: { Authorization: `Bearer ${apiKey}` } });
-          return ((await res.json()) as { parts_stored: { part_number: number }[] }).parts_stored.map((p) => p.part_number);
+          const body = (await res.json()) as { parts_stored: { part_number: number }[] };
+          expect(res.status, JSON.stringify(body)).to.equal(200);
+          return body.parts_stored.map((p) => p.part_number);
         };
         // Polled: the store holds parts 1 and 2, and the CLI waits on the held ones.
         await until('two parts in the store', async () => ((await stored()).length === 2 && proxy.held >= 1 ? true : undefined));
