@@ -138,9 +138,9 @@ describe('dropstream upload straight to the store', function () {
         const before = proxy.received.length;
         const second = await runToExit(command, { env: baseEnv, deadlineMs: 60_000 });
         expect(second.code, second.stderr).to.equal(0);
-        expect(second.stderr).to.equal('dropstream: resumed at 33% (10.5 MB of 31.5 MB already in the store)\n');
         // Only the parts the store lacked crossed the wire.
         expect(partsPut(proxy, before)).to.deep.equal([3, 4, 5, 6, 7]);
+        expect(second.stderr).to.equal('dropstream: resumed at 33% (10.5 MB of 31.5 MB already in the store)\n');
         expect(sha256(await download(second.stdout.trim(), apiKey))).to.equal(sha256(data));
         expect(await rememberedUpload(path)).to.equal(undefined);
       } finally {
