@@ -102,6 +102,26 @@ describe('dropstream upload straight to the store', function () {
     expect(await rememberedUpload(path)).to.equal(undefined);
   });
 
+  it('when a file request is sent through its link and the server offers direct uploads, then the parts go to the store, the receipt is printed and the owner has the same bytes', async () => {
+    const { apiKey } = await t.account();
+    const made = await fetch(`${t.server.url}/api/v1/requests`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ title: 'scans', password: 'friday' }),
+    });
+    expect(made.status).to.equal(201);
+    const link = t.url(((await made.json()) as { request: { upload_link: string } }).request.upload_link);
+    const { path, data } = await file('through-request.bin');
+    const before = proxy.received.length;
+    const run = await runToExit([bin, 'upload', path, '--request', link, '--password', 'friday', '--part-size', '5MiB'], { env: baseEnv, deadlineMs: 60_000 });
+    expect(run.code, run.stderr).to.equal(0);
+    expect(JSON.parse(run.stdout)).to.deep.equal({ success: true, filename: 'through-request.bin', size: data.length });
+    expect(partsPut(proxy, before)).to.deep.equal([1, 2, 3, 4, 5, 6, 7]);
+    const files = (await (await fetch(`${t.server.url}/api/v1/files`, { headers: { Authorization: `Bearer ${apiKey}` } })).json()) as { files: { public_link: string }[] };
+    expect(files.files).to.have.length(1);
+    expect(sha256(await download(files.files[0]!.public_link, apiKey))).to.equal(sha256(data));
+  });
+
   for (const how of ['SIGINT', 'SIGKILL'] as const) {
     it(`when an upload straight to the store is ${how === 'SIGINT' ? 'interrupted with Ctrl-C' : 'killed'} once parts are stored, then the same command resumes it, sending only the parts the store lacks, and the file is byte-identical`, async () => {
       const { apiKey } = await t.account();
