@@ -102,6 +102,23 @@ describe('dropstream upload straight to the store', function () {
     expect(await rememberedUpload(path)).to.equal(undefined);
   });
 
+  it('when the store cuts a part twice, then that part is sent again after 1 s and 2 s, each retry said on a line, and the file is whole', async () => {
+    const { apiKey } = await t.account();
+    const { path, data } = await file('cut-part.bin');
+    let cuts = 0;
+    proxy.cut((req) => isUploadPart(req) && partNumber(req) === 4 && cuts++ < 2);
+    try {
+      const before = proxy.received.length;
+      const run = await runToExit([bin, 'upload', path, '--server', t.server.url, '--key', apiKey, '--part-size', '5MiB'], { env: baseEnv, deadlineMs: 60_000 });
+      expect(run.code, run.stderr).to.equal(0);
+      expect(run.stderr).to.equal('dropstream: retrying in 1 s: part 4: connection reset\ndropstream: retrying in 2 s: part 4: connection reset\n');
+      expect(partsPut(proxy, before)).to.deep.equal([1, 2, 3, 4, 4, 4, 5, 6, 7]);
+      expect(sha256(await download(run.stdout.trim(), apiKey))).to.equal(sha256(data));
+    } finally {
+      proxy.cut(undefined);
+    }
+  });
+
   it('when a file request is sent through its link and the server offers direct uploads, then the parts go to the store, the receipt is printed and the owner has the same bytes', async () => {
     const { apiKey } = await t.account();
     const made = await fetch(`${t.server.url}/api/v1/requests`, {
