@@ -8,10 +8,11 @@
 # in /usr/sbin) runs the service through a pooler in transaction mode in
 # test/pooler/; the tests start their own, on a free port (the package's own
 # service, where its install starts one, listens on 6432 and is not used;
-# here policy-rc.d keeps it stopped).
+# here policy-rc.d keeps it stopped). jq runs the curl walkthrough of
+# docs/direct-uploads.md in test/direct/curl-walkthrough.test.ts.
 set -euo pipefail
 missing=()
-for tool in curl wget chromium strace; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+for tool in curl wget chromium strace jq; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
 # Not always on PATH: /usr/sbin.
 [ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null 2>&1 || missing+=(pgbouncer)
 if ((${#missing[@]})); then
@@ -23,4 +24,5 @@ curl --version | head -n 1
 wget --version | head -n 1
 chromium --version
 strace -V | head -n 1
+jq --version
 "$(command -v pgbouncer || echo /usr/sbin/pgbouncer)" --version | head -n 1

@@ -108,6 +108,7 @@ parallel_files=(
   test/faults/ended-uploads.test.ts test/faults/orphan-objects.test.ts test/downloads/download-count.test.ts
   test/downloads/download-offload.test.ts test/tus/tus.test.ts test/tus/tus-client.test.ts
   test/tus/tus-sweep.test.ts test/faults/terminate-interrupted.test.ts test/limits/concurrent-uploads.test.ts
+  test/direct/direct-uploads.test.ts test/direct/direct-requests.test.ts
 )
 if stoppers=$(grep -lE '\b(s3|testS3)\.(stop|start|pause|resume)\(' "${parallel_files[@]}"); then
   echo "rgw-suites: FAILED: these files stop or freeze the store, so they cannot run beside others; move them to the stopping suites: $stoppers" >&2

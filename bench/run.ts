@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only uploads,resumable,concurrency,downloads,metadata,knobs]
+// `npm run bench [-- --quick] [--only uploads,direct,resumable,concurrency,downloads,metadata,knobs]
 //                [--reps N] [--sizes 64,1024] [--parties dropstream,direct]
 //                [--profile] [--out DIR]`
 //
@@ -24,6 +24,7 @@ import { machineInfo, writeReport } from './lib/report.js';
 import { S3Admin } from './lib/s3.js';
 import { startS3rver } from './lib/servers.js';
 import { concurrency } from './scenarios/concurrency.js';
+import { direct } from './scenarios/direct.js';
 import { downloads } from './scenarios/downloads.js';
 import { knobs } from './scenarios/knobs.js';
 import { metadata } from './scenarios/metadata.js';
@@ -32,7 +33,7 @@ import { soak } from './scenarios/soak.js';
 import { uploads } from './scenarios/uploads.js';
 
 const exec = promisify(execFile);
-const SCENARIOS = { uploads, resumable, concurrency, downloads, metadata, knobs, soak } as const;
+const SCENARIOS = { uploads, direct, resumable, concurrency, downloads, metadata, knobs, soak } as const;
 type ScenarioName = keyof typeof SCENARIOS;
 
 const { values } = parseArgs({

@@ -92,7 +92,7 @@ export function apiRoutes({ accounts, files, links, uploads, uploadGate, concurr
   router.use('/files', fileRoutes(need, { files, publicUrl }).routes());
   router.use(statsRoutes(need, { files, concurrencySlots }).routes());
   // Before tus's: /uploads/direct is not a tus upload's id.
-  if (direct) router.use('/uploads', directRoutes(need, { direct, publicUrl, bodyTimeoutMs }).routes());
+  if (direct) router.use('/uploads', directRoutes(need, { direct, publicUrl, bodyTimeoutMs, metrics }).routes());
   if (resumable) router.use('/uploads', tusRoutes(need, { resumable, uploadGate, concurrencySlots, bodyRate, metrics, publicUrl }).routes());
   if (webhooks) router.use('/webhooks', webhookRoutes(need, { webhooks, bodyTimeoutMs }).routes());
   if (requests) router.use('/requests', requestRoutes(need, { requests, publicUrl, bodyTimeoutMs }).routes());

@@ -132,7 +132,7 @@ export function createApp(deps: AppDeps): Koa {
     const transport = { uploadGate, concurrencySlots: deps.concurrencySlots, bodyRate: deps.bodyRate, metrics };
     requestLinks.use(requestUploadRoutes(guard, { ...transport, uploads: deps.uploads, live, uploadExpirySeconds }).routes());
     if (deps.direct) {
-      const direct = directRoutes(() => guard as Middleware<AuthState>, { direct: deps.direct, publicUrl, bodyTimeoutMs: deps.bodyTimeoutMs }, { uploadExpirySeconds, now: requests.clock });
+      const direct = directRoutes(() => guard as Middleware<AuthState>, { direct: deps.direct, publicUrl, bodyTimeoutMs: deps.bodyTimeoutMs, metrics }, { uploadExpirySeconds, now: requests.clock });
       requestLinks.use('/uploads', direct.routes());
     }
     if (deps.resumable) {

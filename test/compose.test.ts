@@ -354,6 +354,33 @@ describe('docker-compose.offload.yml (opt-in: downloads served by MinIO through 
   });
 });
 
+describe('docker-compose.direct.yml (opt-in: uploads sent straight to MinIO through the proxy)', () => {
+  const direct = (parse(read('docker-compose.direct.yml')) as ComposeFile).services;
+  const merged = (name: string) => ({ ...environmentOf(name), ...environmentOf(name, direct[name] ?? expect.fail(`no ${name} in the override`)) });
+  const route = read('caddy/s3-direct.caddy');
+
+  it('when the override is added, then the server accepts it and signs part URLs for PUBLIC_URL, the address clients reach', () => {
+    const config = loadConfig(merged('app'));
+    expect(config.s3?.direct?.publicEndpoint).to.equal(operatorEnv.PUBLIC_URL);
+    expect(config.s3?.endpoint, 'the app itself still talks to minio').to.equal('http://minio:9000');
+  });
+
+  it('when the override is added, then the proxy mounts the route where the public site imports it, for the bucket the app signs in', () => {
+    const [publicSite] = caddySites;
+    const glob = /^\s*import (\S+)\/\*\.caddy$/m.exec(publicSite?.body ?? '')?.[1] ?? expect.fail('no `import DIR/*.caddy` in the :3000 site');
+    expect(namedOrBound(direct.proxy!)).to.deep.equal([{ source: './caddy/s3-direct.caddy', target: `/etc/caddy/${glob}/s3-direct.caddy` }]);
+    expect(merged('proxy').S3_BUCKET).to.equal(loadConfig(merged('app')).s3?.bucket);
+  });
+
+  it('when the route matches, then only a signed PUT of a part of an upload: no other method, no listing, no whole object', () => {
+    const matcher = /@presigned_part \{\n([\s\S]*?)\n\}/.exec(route)?.[1] ?? expect.fail('no @presigned_part matcher');
+    expect(matcher.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))).to.deep.equal([
+      'method PUT', 'path /{$S3_BUCKET}/*', 'not path /{$S3_BUCKET}/', 'query X-Amz-Signature=* partNumber=* uploadId=*',
+    ]);
+    expect(route).to.match(/^handle @presigned_part \{\n[\s\S]*reverse_proxy minio:9000\n\}/m);
+  });
+});
+
 describe('Dockerfile', () => {
   const stages = dockerStages(read('Dockerfile'));
   const runtime = stages.at(-1) ?? expect.fail('no FROM');

@@ -63,7 +63,7 @@ export interface Side {
 }
 
 export interface Comparison {
-  scenario: 'uploads' | 'resumable' | 'resumable-cuts' | 'concurrency' | 'downloads' | 'metadata' | 'roundtrips' | 'knobs' | 'soak';
+  scenario: 'uploads' | 'direct' | 'resumable' | 'resumable-cuts' | 'concurrency' | 'downloads' | 'metadata' | 'roundtrips' | 'knobs' | 'soak';
   /** e.g. "s3, 1024 MiB" */
   case: string;
   reps: number;

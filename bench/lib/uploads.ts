@@ -95,6 +95,39 @@ export function dropstreamParty(label: string, server: Dropstream, s3rverPid?: n
   };
 }
 
+/**
+ * Our service's upload straight to the store (S3_DIRECT_UPLOADS): a client
+ * process creates it, PUTs the parts to the signed URLs, `partsInFlight` at
+ * once, and completes it. Party CPU is the client's (as the limit's is its
+ * uploader's); the server's is beside it, per GB: what an instance spends
+ * on an upload whose bytes it never sees, above its idle CPU (`idleCpuPct`).
+ */
+export function dropstreamDirectParty(label: string, server: Dropstream, s3rverPid: number, partSize: number, partsInFlight: number, idleCpuPct = 0): UploadParty {
+  return {
+    label,
+    async upload(size, count) {
+      const spec = { url: server.url, apiKey: server.apiKey, size, count, partSize, partsInFlight };
+      const { result, watch: w } = await watch({ server: server.proc.pid, s3rver: s3rverPid }, () =>
+        run<ClientResult>({ name: 'direct-upload', args: [procScript('direct-upload'), JSON.stringify(spec)] }),
+      );
+      accepted(result, label);
+      for (const u of result.uploads) {
+        const body = JSON.parse(u.body) as { file_id: number; public_link: string; size: number };
+        const stored = await headDownload(server, body.public_link);
+        check(body.size === size && stored.size === size, `${label} stored ${stored.size} bytes, expected ${size}`);
+        await deleteFile(server, body.file_id);
+      }
+      const serverCpu = w.cpuPct.server!;
+      return {
+        ...sample(size * count, result.wall, result.peak_rss, round((result.cpu_s / result.wall) * 100, 0), w, 0),
+        server_cpu_pct: serverCpu,
+        // Above what the server spends idle (its timers, pools, the relay's polls), which s3rver's pace would otherwise make look per-byte.
+        server_core_s_per_gb: round((Math.max(0, serverCpu - idleCpuPct) / 100) * result.wall / ((size * count) / 1e9), 3),
+      };
+    },
+  };
+}
+
 /** The S3 limit: lib-storage straight into s3rver, same part size and parts in flight as our server. */
 export function directS3Party(label: string, ctx: S3Context, bucket: string, partSize: number, queueSize: number): UploadParty {
   return {

@@ -12,6 +12,7 @@ import { cleanFilename } from '../files/filename.js';
 import { presentUpload } from '../files/present.js';
 import { parseUploadOptions, withRetention, type UploadOptions } from '../files/upload-options.js';
 import type { AuthState } from '../http/auth.js';
+import type { Metrics } from '../metrics.js';
 import { jsonBody } from '../http/json-body.js';
 import type { FileRequest, RequestLinkState } from '../requests/service.js';
 import { formatDate } from '../wire-date.js';
@@ -26,6 +27,8 @@ export interface DirectRouteDeps {
   publicUrl: string;
   /** BODY_TIMEOUT in milliseconds. */
   bodyTimeoutMs: number;
+  /** A completed upload's bytes count as every transport's do (dropstream_uploaded_bytes_total). */
+  metrics?: Metrics;
 }
 
 /** How the file request link's routes differ from the owner's. */
@@ -69,7 +72,7 @@ const presentUrls = (urls: NonNullable<DirectView['urls']>): PartUrlsAnswer => (
  * owner's side, the request link's guard on the outsider's (`request`).
  */
 export function directRoutes(guard: (scope: Scope) => Middleware<AuthState>, deps: DirectRouteDeps, request?: RequestDirectScope): Router<AuthState> {
-  const { direct, publicUrl, bodyTimeoutMs } = deps;
+  const { direct, publicUrl, bodyTimeoutMs, metrics } = deps;
   const router = new Router<AuthState>();
   const body = jsonBody({ limit: '1mb', invalid: () => directErrors.invalid('the body must be a JSON object'), timeoutMs: bodyTimeoutMs });
   const guarded = guard('files:write');
@@ -128,6 +131,7 @@ export function directRoutes(guard: (scope: Scope) => Middleware<AuthState>, dep
       parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
       ctx.state.caller.actor,
     );
+    metrics?.uploadedBytes.inc(file.size);
     ctx.status = 201;
     // Through a request, a receipt: no file id, no download link (those are the owner's).
     ctx.body = requestOf(ctx) ? { success: true, filename: file.filename, size: file.size } : presentUpload(file, publicUrl);

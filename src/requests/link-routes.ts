@@ -56,12 +56,20 @@ async function checkPassword(authorization: string | undefined, hash: string, re
   if (!(await guardedPasswordCheck(password, hash, `request:${requestId}`, guard))) throw requestErrors.wrongPassword();
 }
 
+/**
+ * Whether a request through a link starts an upload (REQUEST_LINK_UPLOADS_PER_HOUR
+ * counts these): a plain upload, a tus creation, a direct upload's creation;
+ * not the requests that go on with one (a PATCH, a direct upload's part
+ * signatures and complete), which its own upload's place already bounds.
+ */
+const startsUpload = (method: string, path: string) => method === 'POST' && /^\/r\/[^/]+\/(files|uploads|uploads\/direct)\/?$/.test(path);
+
 /** The guard of every /r/ route; see the top of this file. */
 export function requestLinkGuard({ requests, limits, tokenFailures, passwordFailures, metrics, fullAddresses = false }: RequestLinkDeps): Middleware<RequestLinkState> {
   return async (ctx, next) => {
     const address = ctx.ip;
     // A Redis that fails lets the request go on, as the other limits do; the owner's plan still bounds it.
-    const wait = (await limits.request(address).catch(() => 0)) || (ctx.method === 'POST' ? await limits.upload(address).catch(() => 0) : 0);
+    const wait = (await limits.request(address).catch(() => 0)) || (startsUpload(ctx.method, ctx.path) ? await limits.upload(address).catch(() => 0) : 0);
     if (wait > 0) {
       metrics?.rateLimitRefusals.inc({ reason: 'request_link' });
       throw limited(wait);

@@ -57,6 +57,8 @@ describe('uploads straight to the store (S3_DIRECT_UPLOADS)', function () {
   it('when a 64 MiB file goes up in parts straight to the store, then it is a file with its bytes, counted, downloadable, and nothing else stays in the store', async () => {
     const { apiKey } = await t.account();
     const before = await inStore();
+    const uploaded = async () => Number(/^dropstream_uploaded_bytes_total (\d+)$/m.exec((await call(`${t.server.adminUrl}/metrics`, { key: t.server.adminToken })).text)?.[1] ?? 0);
+    const bytesBefore = await uploaded();
     const data = randomBytes(64 * MiB);
     const created = await api(apiKey).create({ filename: 'big.bin', size: data.length });
     expect(created.status).to.equal(201);
@@ -72,6 +74,8 @@ describe('uploads straight to the store (S3_DIRECT_UPLOADS)', function () {
     expect(download.status).to.equal(200);
     expect(sha(Buffer.from(await download.arrayBuffer()))).to.equal(sha(data));
     expect(await stats(apiKey)).to.include({ total_files: 1, total_size: data.length });
+    // Counted as every transport's uploads are.
+    expect((await uploaded()) - bytesBefore).to.equal(data.length);
     const after = await inStore();
     expect(after.uploads).to.deep.equal(before.uploads);
     expect(after.objects).to.have.length(before.objects.length + 1);
@@ -166,6 +170,12 @@ describe('uploads straight to the store (S3_DIRECT_UPLOADS)', function () {
     const d = await api(apiKey).create({ filename: 'c.bin', size: MiB });
     expect(d.status).to.equal(201);
     for (const id of [b.body.upload_id, d.body.upload_id]) expect((await api(apiKey).abort(id)).status).to.equal(200);
+    // Ten at once: never more than two open, however they interleave.
+    const racing = await Promise.all(Array.from({ length: 10 }, (_, i) => api(apiKey).create({ filename: `r${i}.bin`, size: MiB })));
+    const made = racing.filter((r) => r.status === 201);
+    expect(made.length).to.be.at.most(2);
+    expect(racing.filter((r) => r.status !== 201).map((r) => r.body.error.code)).to.satisfy((codes: string[]) => codes.every((c) => c === 'too_many_uploads'));
+    for (const r of made) expect((await api(apiKey).abort(r.body.upload_id)).status).to.equal(200);
   });
 
   it('when a file of more than 5 GiB is declared, then it is planned in parts the store takes, every URL signed for its exact length, and an incomplete one is refused', async () => {
