@@ -55,6 +55,8 @@ export const RETRY_DELAYS = [1_000, 2_000, 5_000, 10_000, 20_000, 30_000];
 
 /** A JSON request gets this long, answer included. */
 const REQUEST_TIMEOUT_MS = 60_000;
+/** The longest Retry-After waited for. */
+const MAX_RETRY_AFTER_MS = 60_000;
 /** The most of an answer read. */
 const ANSWER_LIMIT = 4 * 1024 * 1024;
 
@@ -144,7 +146,8 @@ export function directApi(options: DirectApiOptions) {
           throw new CliError(`${url.origin} answered ${answer.status} with something other than JSON: ${oneLine(answer.text.slice(0, 80))}`);
         }
       }
-      if (retryableStatus(answer.status) && attempt < RETRY_DELAYS.length) {
+      // A wait of more than a minute (a day's request limit) is said, not sat out.
+      if (retryableStatus(answer.status) && attempt < RETRY_DELAYS.length && (answer.retryAfterMs ?? 0) <= MAX_RETRY_AFTER_MS) {
         await wait(Math.max(RETRY_DELAYS[attempt]!, answer.retryAfterMs ?? 0), `server answered ${answer.status}`);
         continue;
       }
