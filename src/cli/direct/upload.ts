@@ -56,7 +56,7 @@ const SIGN_BATCH = 100;
  * batches of up to 100 (parts past the first 100, or URLs close to their
  * expiry), one batch at a time however many parts ask.
  */
-function partUrls(api: DirectApi, id: string, offer: DirectOffer, toSend: readonly Part[], stored: ReadonlySet<number>) {
+export function partUrls(api: Pick<DirectApi, 'sign'>, id: string, offer: DirectOffer, toSend: readonly Part[], stored: ReadonlySet<number>) {
   const cache = new Map<number, { url: string; renewAt: number }>();
   let signing: Promise<void> | undefined;
 
@@ -91,7 +91,12 @@ function partUrls(api: DirectApi, id: string, offer: DirectOffer, toSend: readon
       for (let own = false; ; ) {
         const url = usable(n);
         if (url) return url;
-        if (own) throw new CliError(`the server signed no URL for part ${n}`);
+        // Just signed: used even when it is already due for renewal (an upload near its expiry).
+        if (own) {
+          const signed = cache.get(n)?.url;
+          if (signed) return signed;
+          throw new CliError(`the server signed no URL for part ${n}`);
+        }
         // Another part's batch may hold this one: wait for it first.
         if (signing) await signing.catch(() => {});
         else {
