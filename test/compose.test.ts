@@ -375,7 +375,9 @@ describe('docker-compose.direct.yml (opt-in: uploads sent straight to MinIO thro
   it('when the route matches, then only a signed PUT of a part of an upload: no other method, no listing, no whole object', () => {
     const matcher = /@presigned_part \{\n([\s\S]*?)\n\}/.exec(route)?.[1] ?? expect.fail('no @presigned_part matcher');
     expect(matcher.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))).to.deep.equal([
-      'method PUT', 'path /{$S3_BUCKET}/*', 'not path /{$S3_BUCKET}/', 'query X-Amz-Signature=* partNumber=* uploadId=*',
+      'method PUT', 'path /{$S3_BUCKET}/*', 'not path /{$S3_BUCKET}/',
+      // All three keys (AND): Caddy's query matcher alone takes any one of them.
+      'expression `{query.X-Amz-Signature} != "" && {query.partNumber} != "" && {query.uploadId} != ""`',
     ]);
     expect(route).to.match(/^handle @presigned_part \{\n[\s\S]*reverse_proxy minio:9000\n\}/m);
   });
