@@ -139,6 +139,33 @@ describe('dropstream upload straight to the store', function () {
     expect(sha256(await download(files.files[0]!.public_link, apiKey))).to.equal(sha256(data));
   });
 
+  it('when an interrupted upload straight to the store is run again with --fresh, then the old one is aborted and every part is sent again', async () => {
+    const { apiKey } = await t.account();
+    const { path, data } = await file('fresh.bin');
+    const command = [bin, 'upload', path, '--server', t.server.url, '--key', apiKey, '--part-size', '5MiB'];
+    proxy.hold((req) => isUploadPart(req) && partNumber(req) > 2);
+    const child = spawn(process.execPath, command, { env: baseEnv, stdio: 'ignore' });
+    const closed = once(child, 'close');
+    try {
+      const oldUpload = await until('the CLI to remember its upload', () => rememberedUpload(path));
+      await until('a part held', async () => (proxy.held >= 1 ? true : undefined));
+      child.kill('SIGKILL');
+      await closed;
+      proxy.hold(undefined);
+      proxy.drop();
+      const before = proxy.received.length;
+      const second = await runToExit([...command, '--fresh'], { env: baseEnv, deadlineMs: 60_000 });
+      expect(second.code, second.stderr).to.equal(0);
+      expect(second.stderr).to.equal('');
+      expect(partsPut(proxy, before)).to.deep.equal([1, 2, 3, 4, 5, 6, 7]);
+      // Aborted, so its slot and reservation came back.
+      expect((await fetch(oldUpload, { headers: { Authorization: `Bearer ${apiKey}` } })).status).to.equal(404);
+      expect(sha256(await download(second.stdout.trim(), apiKey))).to.equal(sha256(data));
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
   for (const how of ['SIGINT', 'SIGKILL'] as const) {
     it(`when an upload straight to the store is ${how === 'SIGINT' ? 'interrupted with Ctrl-C' : 'killed'} once parts are stored, then the same command resumes it, sending only the parts the store lacks, and the file is byte-identical`, async () => {
       const { apiKey } = await t.account();
