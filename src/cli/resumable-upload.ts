@@ -13,7 +13,7 @@ import { basename } from 'node:path';
 import { DetailedError, Upload, type UrlStorage } from 'tus-js-client';
 import { CliError } from './cli-error.js';
 import { createProgress, formatBytes } from './progress.js';
-import { Interrupted, networkError, onSigint, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
+import { Interrupted, networkError, networkReason, onSigint, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
 import { uploadFingerprint, uploadStore } from './upload-store.js';
 
 /** Files from this size on go resumable unless --plain is given. */
@@ -55,17 +55,6 @@ function retryable(err: DetailedError): boolean {
   return status === undefined || status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
 }
 
-const REASONS: Record<string, string> = {
-  ECONNRESET: 'connection reset',
-  ECONNREFUSED: 'connection refused',
-  EPIPE: 'connection broken',
-  ETIMEDOUT: 'connection timed out',
-  ECONNABORTED: 'connection aborted',
-  EHOSTUNREACH: 'host unreachable',
-  ENETUNREACH: 'network unreachable',
-  ENOTFOUND: 'host not found',
-  EAI_AGAIN: 'name lookup failed',
-};
 
 /** Why a request failed, in a few words: `connection reset`, `server answered 503`. */
 export function retryReason(err: DetailedError): string {
@@ -73,8 +62,7 @@ export function retryReason(err: DetailedError): string {
   if (status === 409 || status === 423) return `server answered ${status} (the upload is still busy with the cut request)`;
   if (status === 429) return `server answered 429 (rate limited)`;
   if (status) return `server answered ${status}`;
-  const cause = (err.causingError ?? err) as NodeJS.ErrnoException;
-  return (cause.code && REASONS[cause.code]) ?? cause.code ?? cause.message ?? 'request failed';
+  return networkReason({ cause: err.causingError ?? err });
 }
 
 /** The retry announcement: `retrying in 5 s: connection reset`. */
@@ -102,7 +90,7 @@ function deferred<T>() {
 }
 
 /** What is left to say about an interrupted upload: where it stands, and how to continue it. */
-const interruptedLine = (sent: number, size: number) =>
+export const interruptedLine = (sent: number, size: number) =>
   `interrupted at ${size > 0 ? Math.floor((sent / size) * 100) : 0}% (${formatBytes(sent)} of ${formatBytes(size)}); run the same command again to resume, or add --fresh to start over`;
 
 /**

@@ -26,6 +26,28 @@ const ERROR_BODY_LIMIT = 64 * 1024;
 
 export const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
 
+const REASONS: Record<string, string> = {
+  ECONNRESET: 'connection reset',
+  ECONNREFUSED: 'connection refused',
+  EPIPE: 'connection broken',
+  ETIMEDOUT: 'connection timed out',
+  ECONNABORTED: 'connection aborted',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'name lookup failed',
+  // fetch's (undici's) own codes
+  UND_ERR_SOCKET: 'connection closed',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
+};
+
+/** Why a connection failed, in a few words (`connection reset`); fetch's errors carry the socket's in `cause`. */
+export function networkReason(err: unknown): string {
+  const cause = ((err as { cause?: unknown })?.cause ?? err) as NodeJS.ErrnoException;
+  return (cause?.code && REASONS[cause.code]) ?? cause?.code ?? cause?.message ?? 'request failed';
+}
+
 /** Server-controlled text, made safe for our one-line error format. */
 export const oneLine = (text: string) => text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
 

@@ -15,15 +15,20 @@ import { DOWNLOAD, download } from './download.js';
 import { createProgress } from './progress.js';
 import { RESUMABLE_THRESHOLD, resumableUpload } from './resumable-upload.js';
 import { requestUploadUrl, uploadToRequest } from './request-upload.js';
+import { parseSize } from './units.js';
+import { directApi, type DirectOffer } from './direct/api.js';
+import { directUpload } from './direct/upload.js';
 import { apiUrl, errno, Interrupted, networkError, onSigint, readBody, responseError, responseOf, startRequest } from './transfer-http.js';
 
 export const UPLOAD: Command = {
   name: 'upload',
-  usage: `upload <path> [--server URL] [--key KEY] [--progress] [--resumable | --plain] [--fresh]
+  usage: `upload <path> [--server URL] [--key KEY] [--progress] [--resumable | --plain] [--fresh] [--part-size SIZE]
                   ${LINK_RULE_USAGE}
        upload <path> --request UPLOAD_LINK [--password PW]`,
   summary:
-    'Uploads a file and prints its public link. From 64 MiB on (or with --resumable) it goes resumable (tus): an upload cut off or ' +
+    'Uploads a file and prints its public link. When the server offers uploads straight to its store (S3_DIRECT_UPLOADS), ' +
+    'the file goes there in parts, 4 at once (--part-size: their size, 5MiB to 5GiB; the server picks otherwise); ' +
+    'else from 64 MiB on it goes resumable (tus). --resumable forces tus, --plain one request. Either way an upload cut off or ' +
     'interrupted with Ctrl-C continues where it stopped when the same command runs again (--fresh starts over). ' +
     '--expires-in (seconds, or 90m, 12h, 7d), --max-downloads and --password set the rules of its public link. ' +
     'With --request, it goes through a file request\'s upload link (no key; --password is the request\'s) and prints the receipt.',
@@ -34,6 +39,7 @@ export const UPLOAD: Command = {
     resumable: { type: 'boolean' },
     plain: { type: 'boolean' },
     fresh: { type: 'boolean' },
+    'part-size': { type: 'string' },
     // Through someone's file request (its upload_link) instead of into your account: no key.
     request: { type: 'string' },
     ...LINK_RULE_OPTIONS,
@@ -85,6 +91,35 @@ async function whyRefused(server: URL, key: string, size: number): Promise<CliEr
   return undefined;
 }
 
+/**
+ * The server's offer of uploads straight to its store (one GET), or
+ * undefined when it makes none: then tus or one multipart request, as before.
+ */
+async function directOffer(base: URL, authorization: string | undefined): Promise<DirectOffer | undefined> {
+  const api = directApi({ base, authorization, signal: new AbortController().signal, onRetry: () => {} });
+  return api.offer().catch((err: unknown) => {
+    if (err instanceof CliError) throw err;
+    throw networkError((err as { cause?: unknown }).cause ?? err, base);
+  });
+}
+
+/** Whether this upload asks the server's offer: not with --plain or --resumable (they name the way), nor for an empty file (direct needs a byte). */
+function mayGoDirect(values: { plain?: boolean | string; resumable?: boolean | string; 'part-size'?: boolean | string }, size: number): boolean {
+  if (values['part-size'] !== undefined && (values.plain || values.resumable)) throw new UsageError(`--part-size is for uploads straight to the store, not with --plain or --resumable\n${usageOf(UPLOAD)}`);
+  return !values.plain && !values.resumable && size > 0;
+}
+
+/** --part-size, in bytes, or undefined. */
+const partSizeOf = (values: Record<string, string | boolean | undefined>) => {
+  const value = text(values, 'part-size');
+  return value === undefined ? undefined : parseSize('part-size', value);
+};
+
+/** A --part-size that would go unused is said, not ignored. */
+function noDirect(values: Record<string, string | boolean | undefined>): void {
+  if (values['part-size'] !== undefined) throw new CliError('--part-size is for uploads straight to the store, and this server does not offer them (S3_DIRECT_UPLOADS)');
+}
+
 async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values, positionals } = parseCommand(UPLOAD, args);
   const path = positionals[0]!;
@@ -93,10 +128,18 @@ async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     // --password is the request's own then; the other rules are the owner's to set, not the sender's.
     const size = await regularFileSize(path);
     const password = text(values, 'password');
+    const showProgress = values.progress === true || process.stderr.isTTY === true;
+    const authorization = password === undefined ? undefined : `Basic ${Buffer.from(`:${password}`).toString('base64')}`;
+    const base = new URL(`${requestUploadUrl(requestLink)}/uploads/direct`);
+    const offer = mayGoDirect(values, size) ? await directOffer(base, authorization) : undefined;
+    if (offer) {
+      const receipt = await directUpload({ base, authorization, offer, path, size, showProgress, rules: {}, partSize: partSizeOf(values), fresh: values.fresh === true, env });
+      process.stdout.write(`${JSON.stringify(receipt)}\n`);
+      return;
+    }
+    noDirect(values);
     if (values.resumable || (!values.plain && size >= RESUMABLE_THRESHOLD)) {
-      const authorization = password === undefined ? undefined : `Basic ${Buffer.from(`:${password}`).toString('base64')}`;
       const endpoint = new URL(`${requestUploadUrl(requestLink)}/uploads`);
-      const showProgress = values.progress === true || process.stderr.isTTY === true;
       process.stdout.write(`${await resumableUpload({ endpoint, key: '', path, size, showProgress, metadata: {}, fresh: values.fresh === true, env, request: { authorization } })}\n`);
       return;
     }
@@ -111,6 +154,15 @@ async function upload(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { server, key } = apiClient({ server: text(values, 'server'), key: text(values, 'key') }, env);
   const size = await regularFileSize(path);
   const showProgress = values.progress === true || process.stderr.isTTY === true;
+  const base = apiUrl(server, '/api/v1/uploads/direct');
+  const offer = mayGoDirect(values, size) ? await directOffer(base, `Bearer ${key}`) : undefined;
+  if (offer) {
+    const completed = await directUpload({ base, authorization: `Bearer ${key}`, offer, path, size, showProgress, rules, partSize: partSizeOf(values), fresh: values.fresh === true, env });
+    if (typeof completed.public_link !== 'string') throw new CliError(`the server completed the upload without a public link: ${JSON.stringify(completed).slice(0, 200)}`);
+    process.stdout.write(`${completed.public_link}\n`);
+    return;
+  }
+  noDirect(values);
   // Large files go resumable (tus): a cut connection costs a retry, not the upload.
   if (values.resumable || (!values.plain && size >= RESUMABLE_THRESHOLD)) {
     const link = await resumableUpload({ endpoint: apiUrl(server, '/api/v1/uploads'), key, path, size, showProgress, metadata: fields, fresh: values.fresh === true, env });

@@ -21,6 +21,13 @@ export const cacheDir = (env: NodeJS.ProcessEnv) => join(env.XDG_CACHE_HOME || j
 type Entries = Record<string, PreviousUpload>;
 
 /**
+ * Which way the remembered upload went: tus (its URL is the tus upload's) or
+ * straight to the store (its URL is the direct upload's, direct-upload.ts).
+ * One file holds both; the kind leads each key, so neither sees the other's.
+ */
+export type UploadKind = 'tus' | 'direct';
+
+/**
  * What makes two runs "the same command": the server's upload endpoint, the
  * file (absolute path, size, modification time: a file changed since is a
  * new upload) and the link's rules (a run with other rules is another
@@ -37,7 +44,7 @@ export async function uploadFingerprint(endpoint: URL, path: string, rules: Reco
  * never sees half a file; two runs writing at once can lose one entry (that
  * upload then starts over), which is not worth a lock.
  */
-export function uploadStore(env: NodeJS.ProcessEnv, warn: (line: string) => void): UrlStorage & { path: string } {
+export function uploadStore(env: NodeJS.ProcessEnv, warn: (line: string) => void, kind: UploadKind = 'tus'): UrlStorage & { path: string } {
   const dir = cacheDir(env);
   const path = join(dir, 'uploads.json');
 
@@ -78,8 +85,8 @@ export function uploadStore(env: NodeJS.ProcessEnv, warn: (line: string) => void
 
   return {
     path,
-    findAllUploads: () => matching('tus::'),
-    findUploadsByFingerprint: (fingerprint) => matching(`tus::${fingerprint}::`),
+    findAllUploads: () => matching(`${kind}::`),
+    findUploadsByFingerprint: (fingerprint) => matching(`${kind}::${fingerprint}::`),
     async removeUpload(key) {
       try {
         const entries = await load();
@@ -91,7 +98,7 @@ export function uploadStore(env: NodeJS.ProcessEnv, warn: (line: string) => void
       }
     },
     async addUpload(fingerprint, upload) {
-      const key = `tus::${fingerprint}::${randomBytes(6).toString('hex')}`;
+      const key = `${kind}::${fingerprint}::${randomBytes(6).toString('hex')}`;
       try {
         const entries = await load();
         // Metadata stays out: it holds the password (and the server keeps it anyway).

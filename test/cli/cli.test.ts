@@ -173,7 +173,7 @@ describe('dropstream CLI: admin commands', () => {
     it("when loadtest is given --help or a typo'd flag, then it answers as the other commands do", async () => {
       const help = await cli('loadtest', '--help');
       expect(help.code).to.equal(0);
-      expect(help.stdout.startsWith('usage: dropstream loadtest <uploads|resumable|downloads|metadata|slow|mixed>')).to.equal(true);
+      expect(help.stdout.startsWith('usage: dropstream loadtest <uploads|resumable|direct|downloads|metadata|slow|mixed>')).to.equal(true);
       expect(usageFailure(await cli('loadtest', 'uploads', '--concurency', '4'), 'usage: dropstream loadtest')).to.equal('dropstream: unknown option --concurency for `loadtest`; did you mean --concurrency?');
     });
 

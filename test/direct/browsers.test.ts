@@ -91,8 +91,8 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
     await page.locator('input.uppy-Dashboard-input').first().setInputFiles(path);
   }
 
-  /** The part PUTs that reached the store from a page since `from` (an index into proxy.seen). */
-  const partsFromPages = (from: number) => proxy.seen.slice(from).filter((r) => r.method === 'PUT' && /[?&]partNumber=/.test(r.url) && r.origin === t.server.url);
+  /** The part PUTs that reached the store from a page since `from` (an index into proxy.received). */
+  const partsFromPages = (from: number) => proxy.received.slice(from).filter((r) => r.method === 'PUT' && /[?&]partNumber=/.test(r.url) && r.origin === t.server.url);
 
   it('when direct uploads are on, then the upload pages\' CSP may connect to the store\'s public origin, and /docs\' stays on its own', async () => {
     const store = new URL(proxy.endpoint).origin;
@@ -113,7 +113,7 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { name: 'Files' }).waitFor();
       const { path, content } = await input('forty.bin', 40 * MiB);
-      const from = proxy.seen.length;
+      const from = proxy.received.length;
       await choose(page, path);
       const row = page.locator('tr.file', { hasText: 'forty.bin' });
       await row.waitFor({ timeout: 60_000 });
@@ -156,13 +156,13 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { name: 'Files' }).waitFor();
       const { path, content } = await input('reloaded.bin', 40 * MiB);
-      const from = proxy.seen.length;
+      const from = proxy.received.length;
       // The store takes parts 1 and 2 and hangs on part 3.
       proxy.hold(isPart3);
       await choose(page, path);
       const reached = await eventually(async () => partsFromPages(from).filter((p) => p.status === 200).length + proxy.held, (n) => n === 3, 30_000);
       expect(reached, 'parts 1 and 2 stored, part 3 held').to.equal(3);
-      const again = proxy.seen.length;
+      const again = proxy.received.length;
       const before = requests.length;
       await page.reload();
       proxy.hold(undefined);
@@ -199,7 +199,7 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Files' }).waitFor();
     const file = await input(name, 40 * MiB);
-    const from = proxy.seen.length;
+    const from = proxy.received.length;
     proxy.hold((req) => req.method === 'PUT' && /[?&]partNumber=2(&|$)/.test(req.url ?? ''));
     await choose(page, file.path);
     const reached = await eventually(async () => partsFromPages(from).filter((p) => p.status === 200).length + proxy.held, (n) => n === 3, 30_000);
@@ -216,7 +216,7 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
       await page.getByRole('button', { name: 'Pause upload' }).click();
       proxy.hold(undefined);
       proxy.drop();
-      const from = proxy.seen.length;
+      const from = proxy.received.length;
       const before = requests.length;
       await page.getByRole('button', { name: 'Resume upload' }).click();
       const row = page.locator('tr.file', { hasText: 'paused.bin' });
@@ -258,7 +258,7 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { name: 'Files' }).waitFor();
       const { path, content } = await input('slow-down.bin', 20 * MiB);
-      const from = proxy.seen.length;
+      const from = proxy.received.length;
       // Once: the first PUT of part 2 is refused, as a busy S3 does. (A cut connection would not do:
       // Chromium itself sends a PUT again when its reused connection closes before an answer.)
       proxy.fail((req) => !refused && req.method === 'PUT' && /[?&]partNumber=2(&|$)/.test(req.url ?? '') && (refused = true), 503);
@@ -288,7 +288,7 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { name: 'Files' }).waitFor();
       const { path } = await input('big.bin', 7 * MiB);
-      const from = proxy.seen.length;
+      const from = proxy.received.length;
       await choose(page, path);
       const alert = page.locator('#error');
       await alert.waitFor({ timeout: 30_000 });
@@ -324,7 +324,7 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
     const { page, requests, complaints, close } = await open(linkPath(request));
     try {
       const { path, content } = await input('scan.bin', 20 * MiB);
-      const from = proxy.seen.length;
+      const from = proxy.received.length;
       await choose(page, path);
       await page.getByRole('list', { name: 'Files received' }).getByText('scan.bin (20.0 MiB): done').waitFor({ timeout: 60_000 });
       await page.screenshot({ path: join(dir, 'request-page-direct.png'), fullPage: true });

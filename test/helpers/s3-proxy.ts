@@ -20,6 +20,8 @@ export interface S3Proxy {
   fail(match: ((req: IncomingMessage) => boolean) | undefined, status?: number): void;
   /** Requests answered by fail() so far. */
   readonly failCount: number;
+  /** Every request received so far (cut, held, failed or forwarded), in order, with its Origin header, the body bytes it carried and the store's status: who sent the store what. */
+  readonly received: readonly ReceivedRequest[];
   /** Holds the answer of every request for which `match` is true for `ms` before passing it on (until cleared with `undefined`). */
   delay(match: ((req: IncomingMessage) => boolean) | undefined, ms?: number): void;
   /** Answers delayed so far. */
@@ -32,8 +34,6 @@ export interface S3Proxy {
   hold(match: ((req: IncomingMessage) => boolean) | undefined): void;
   /** Requests held now (their bodies read in full). */
   readonly held: number;
-  /** Every request that came through (cut and held ones too), with its Origin header and the body bytes it carried: who sent what to the store. */
-  readonly seen: readonly SeenRequest[];
   /** Forwards every held request, as the store would run what it had queued, and resolves with their statuses (the client is long gone). */
   release(): Promise<number[]>;
   /** Cuts every held request: never forwarded. */
@@ -41,7 +41,7 @@ export interface S3Proxy {
   close(): Promise<void>;
 }
 
-export interface SeenRequest {
+export interface ReceivedRequest {
   method: string;
   url: string;
   /** A browser's page origin; none from a program such as the service's SDK. */
@@ -78,6 +78,7 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
   let delayedCount = 0;
   let holding: ((req: IncomingMessage) => boolean) | undefined;
   const held: Held[] = [];
+  const received: ReceivedRequest[] = [];
   const forwardHeld = ({ req, headers, body }: Held) =>
     body.then((bytes) =>
       bytes === undefined
@@ -92,12 +93,11 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
           forward.end(bytes);
         }),
     );
-  const seen: SeenRequest[] = [];
   let failing: { match: (req: IncomingMessage) => boolean; status: number } | undefined;
   let failCount = 0;
   const server = createServer((req, res) => {
-    const entry: SeenRequest = { method: req.method ?? '', url: req.url ?? '', origin: req.headers.origin, bytes: 0 };
-    seen.push(entry);
+    const entry: ReceivedRequest = { method: req.method ?? '', url: req.url ?? '', origin: req.headers.origin, bytes: 0 };
+    received.push(entry);
     req.on('data', (chunk: Buffer) => (entry.bytes += chunk.length));
     if (match?.(req)) {
       cutCount += 1;
@@ -106,10 +106,11 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
     }
     if (failing?.match(req)) {
       failCount += 1;
-      const code = failing.status === 503 ? 'SlowDown' : 'InternalError';
+      const { status } = failing;
+      const code = status === 503 ? 'SlowDown' : 'InternalError';
       const cors: Record<string, string> = req.headers.origin ? { 'Access-Control-Allow-Origin': req.headers.origin, Vary: 'Origin' } : {};
       req.resume();
-      req.on('end', () => res.writeHead(failing?.status ?? 503, { 'Content-Type': 'application/xml', ...cors }).end(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>Please reduce your request rate.</Message></Error>`));
+      req.on('end', () => res.writeHead(status, { 'Content-Type': 'application/xml', ...cors }).end(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>Please reduce your request rate.</Message></Error>`));
       return;
     }
     // Expect: 100-continue is not signed; Node's client would wait for the 100 itself.
@@ -155,6 +156,7 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
     get failCount() {
       return failCount;
     },
+    received,
     delay(match, ms = 0) {
       delayed = match && { match, ms };
     },
@@ -167,7 +169,6 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
     get held() {
       return held.length;
     },
-    seen,
     async release() {
       return Promise.all(held.splice(0).map(forwardHeld));
     },

@@ -63,7 +63,9 @@ function multipartExtensions(directory: string) {
         ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>';
         return;
       }
-      const numbers = names.filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
+      // s3rver writes a part's file as it arrives and its .md5 once it is whole: a part
+      // without one is still arriving, or was cut mid-PUT (s3rver leaves it). S3 lists neither.
+      const numbers = names.filter((n) => /^\d+$/.test(n) && names.includes(`${n}.md5`)).map(Number).sort((a, b) => a - b);
       const parts = await Promise.all(
         numbers.map(async (n) => {
           const [info, md5] = await Promise.all([stat(join(dir, String(n))), readFile(join(dir, `${n}.md5`), 'utf8')]);

@@ -90,6 +90,13 @@ const ROUTES: Record<string, string | null> = {
   'tus GET': 'GET /api/v1/uploads/:id',
   resumable: null,
   'tus failed': null,
+  'direct offer': 'GET /api/v1/uploads/direct',
+  'direct create': 'POST /api/v1/uploads/direct',
+  'direct parts': 'POST /api/v1/uploads/direct/:id/parts',
+  'direct complete': 'POST /api/v1/uploads/direct/:id/complete',
+  // Straight to the store: the server never sees them.
+  'direct PUT': null,
+  direct: null,
 };
 
 const LOST = ['none', 'abandoned', 'cut'];

@@ -42,6 +42,11 @@ export async function removeFiles(work: Workload, signal: AbortSignal, say: (lin
     announce('terminate an unfinished tus upload');
     await send(target, { kind: 'tus DELETE', method: 'DELETE', url: apiUrl(target.server, path), headers: { 'Tus-Resumable': '1.0.0' } });
   }
+  // Begun straight to the store and not finished: aborted, giving back their slots and reservations.
+  for (const path of work.direct.splice(0)) {
+    announce('abort an unfinished direct upload');
+    await send(target, { kind: 'direct DELETE', method: 'DELETE', url: apiUrl(target.server, path) });
+  }
   const queue = work.files.map((file) => ({ id: file.id, failures: 0 }));
   const left: number[] = [];
   await Promise.all(
@@ -77,6 +82,7 @@ export async function removeFiles(work: Workload, signal: AbortSignal, say: (lin
     left: left.sort((a, b) => a - b),
     statuses: recorder.totals().delete?.statuses ?? {},
     tus: { asked: recorder.totals()['tus GET']?.requests ?? 0, terminated: recorder.totals()['tus DELETE']?.statuses['204'] ?? 0 },
+    direct: { aborted: recorder.totals()['direct DELETE']?.statuses['200'] ?? 0 },
     waitedSeconds: (gate.waitedMs - waitedBefore) / 1000,
   };
 }

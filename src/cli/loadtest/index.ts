@@ -60,7 +60,7 @@ export async function loadtest(args: string[], env: NodeJS.ProcessEnv = process.
   const target: Target = { server: options.server, key: provisioned?.key ?? options.key, recorder, signal: stop.signal, deadline, gate: new ThrottleGate() };
   const stopScraping = options.adminUrl ? startScraping(options.adminUrl, options.adminToken!, (point) => recorder.scraped(point)) : async () => {};
   const proxy = options.scenario !== 'uploads' && options.cutEvery ? await startCutProxy(options.server, options.cutEvery) : undefined;
-  const work: Workload = { options, target, tusVia: proxy?.url ?? options.server, files: [], tus: { finished: [], unfinished: [] } };
+  const work: Workload = { options, target, tusVia: proxy?.url ?? options.server, files: [], tus: { finished: [], unfinished: [] }, direct: [] };
   const previous = { out: 0, in: 0, at: Date.now() };
   const status = () => progressLine(recorder, previous, recorder.server.at(-1)?.rssBytes);
   const ticker = options.progress ? setInterval(() => out.stderr.write(`\r\u001b[K${status()}`), 1000) : undefined;
@@ -70,7 +70,7 @@ export async function loadtest(args: string[], env: NodeJS.ProcessEnv = process.
   let cuts = 0;
   let measuredMs = 0;
   let waitedMs = 0;
-  let cleanup: Cleanup = { deleted: 0, strays: 0, failed: 0, left: [], statuses: {}, waitedSeconds: 0, tus: { asked: 0, terminated: 0 } };
+  let cleanup: Cleanup = { deleted: 0, strays: 0, failed: 0, left: [], statuses: {}, waitedSeconds: 0, tus: { asked: 0, terminated: 0 }, direct: { aborted: 0 } };
   try {
     await prepare(work);
     const workersDone = new AbortController();

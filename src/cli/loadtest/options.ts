@@ -5,10 +5,10 @@ import { CliError } from '../cli-error.js';
 import { httpUrl } from '../transfer-http.js';
 import { parseDuration, parseSize } from '../units.js';
 
-export const SCENARIOS = ['uploads', 'resumable', 'downloads', 'metadata', 'slow', 'mixed'] as const;
+export const SCENARIOS = ['uploads', 'resumable', 'direct', 'downloads', 'metadata', 'slow', 'mixed'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 /** What the mixed scenario draws from, by weight. */
-export type MixKind = 'uploads' | 'resumable' | 'downloads' | 'metadata';
+export type MixKind = 'uploads' | 'resumable' | 'direct' | 'downloads' | 'metadata';
 
 export interface LoadtestOptions {
   scenario: Scenario;
@@ -35,6 +35,8 @@ export interface LoadtestOptions {
   slowClients: number;
   slowRate: number;
   mix: Record<MixKind, number>;
+  /** --mix was given: its weights stand; otherwise direct gets a share when the server offers it (scenarios.ts). */
+  mixGiven: boolean;
   keep: boolean;
   /** The one-line live status on stderr (default: when stderr is a terminal). */
   progress: boolean;
@@ -46,10 +48,10 @@ export interface LoadtestOptions {
   maxThrottledRate?: number;
 }
 
-export const LOADTEST_USAGE = `  dropstream loadtest <uploads|resumable|downloads|metadata|slow|mixed> --server URL (--key KEY | --setup)
+export const LOADTEST_USAGE = `  dropstream loadtest <uploads|resumable|direct|downloads|metadata|slow|mixed> --server URL (--key KEY | --setup)
       [--admin-url URL --admin-token T] [--concurrency N] [--size S] [--count C] [--duration D]
       [--cut-every BYTES] [--range BYTES] [--rate PER_S] [--slow-clients M] [--slow-rate BYTES_PER_S]
-      [--mix uploads=3,resumable=1,downloads=4,metadata=2] [--keep] [--progress|--quiet]
+      [--mix uploads=3,resumable=1,direct=1,downloads=4,metadata=2] [--keep] [--progress|--quiet]
       [--json FILE|-] [--report FILE] [--max-p99-ms MS] [--max-rss-mib MIB] [--max-error-rate FRACTION]
       [--max-throttled-rate FRACTION]
   dropstream loadtest compare A.json B.json [--report DIFF.html]`;
@@ -72,13 +74,14 @@ function fraction(name: string, value: string | undefined): number | undefined {
 }
 
 function parseMix(value: string | undefined): Record<MixKind, number> {
-  const mix: Record<MixKind, number> = { uploads: 3, resumable: 1, downloads: 4, metadata: 2 };
+  // direct: 0 until the server is known to offer it (scenarios.ts gives it 1 then, unless --mix says otherwise).
+  const mix: Record<MixKind, number> = { uploads: 3, resumable: 1, direct: 0, downloads: 4, metadata: 2 };
   if (value === undefined) return mix;
   for (const kind of Object.keys(mix) as MixKind[]) mix[kind] = 0;
   for (const part of value.split(',')) {
     const [kind, weight] = part.split('=');
     if (!kind || !(kind in mix) || weight === undefined || !/^[0-9]+$/.test(weight)) {
-      throw new CliError('--mix must look like uploads=3,resumable=1,downloads=4,metadata=2');
+      throw new CliError('--mix must look like uploads=3,resumable=1,direct=1,downloads=4,metadata=2');
     }
     mix[kind as MixKind] = Number(weight);
   }
@@ -131,6 +134,7 @@ export function parseLoadtestArgs(args: string[], env: NodeJS.ProcessEnv): Loadt
     slowClients: v['slow-clients'] === undefined ? (scenario === 'slow' ? 2 : 0) : Math.floor(Number(v['slow-clients'])) || 0,
     slowRate: v['slow-rate'] === undefined ? 16 * 1024 : parseSize('slow-rate', v['slow-rate']),
     mix: parseMix(v.mix),
+    mixGiven: v.mix !== undefined,
     keep: v.keep === true,
     progress: v.progress === true || (v.quiet !== true && process.stderr.isTTY === true),
     json: v.json,

@@ -14,6 +14,8 @@ export interface Sample {
   aborted?: boolean;
   /** Cut by the loadtest's own proxy (--cut-every): expected, not an error. */
   cut?: boolean;
+  /** An answer the run asked for to learn something (404 to the direct-upload offer: the server makes none): counted, never an error. */
+  expected?: boolean;
   /**
    * A whole operation made of requests already recorded (a finished tus
    * upload): its own row, but no request of the run's totals, or the total
@@ -65,7 +67,7 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 /** An error: no answer, or a 4xx or 5xx other than the throttling answers (429, 503), which are an outcome of their own. */
-export const isError = (s: Sample) => !s.aborted && (s.status === 0 || (s.status >= 400 && !isThrottled(s.status)));
+export const isError = (s: Sample) => !s.aborted && !s.expected && (s.status === 0 || (s.status >= 400 && !isThrottled(s.status)));
 
 export class Recorder {
   readonly started = Date.now();

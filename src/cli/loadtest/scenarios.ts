@@ -6,6 +6,8 @@ import { apiUrl } from '../transfer-http.js';
 import type { LoadtestOptions, MixKind } from './options.js';
 import { downloadFile, plainUpload, send, type Target, type Uploaded } from './requests.js';
 import { resumableUpload, type TusLeftovers } from './resumable.js';
+import { CliError } from '../cli-error.js';
+import { directOffered, directUpload } from './direct.js';
 
 export interface Workload {
   options: LoadtestOptions;
@@ -16,6 +18,8 @@ export interface Workload {
   files: Uploaded[];
   /** tus uploads the throttled run left to the cleanup. */
   tus: TusLeftovers;
+  /** Uploads straight to the store begun and not finished (their paths): aborted by the cleanup. */
+  direct: string[];
 }
 
 const METADATA = ['/api/v1/files?limit=20', '/api/v1/stats', 'info'] as const;
@@ -49,6 +53,9 @@ async function operation(work: Workload, kind: MixKind, i: number): Promise<void
   } else if (kind === 'resumable') {
     const file = await resumableUpload(target, work.tusVia, options.size, work.tus, work.tusVia !== options.server);
     if (file) files.push(file);
+  } else if (kind === 'direct') {
+    const file = await directUpload(target, options.size, work.direct);
+    if (file) files.push(file);
   } else if (kind === 'downloads') await downloadFile(target, randomFile(files)!, options.range);
   else await metadataRequest(work, i);
 }
@@ -58,7 +65,15 @@ const running = (target: Target) => Date.now() < target.deadline && !target.sign
 
 /** Files to download or ask about before the measured part starts: one per worker, at most the count. */
 export async function prepare(work: Workload): Promise<void> {
-  const { scenario, concurrency, count, size } = work.options;
+  const { scenario, concurrency, count, size, mix, mixGiven } = work.options;
+  // Direct uploads where the server offers them: asked once (a request of the run).
+  if (scenario === 'direct' || (scenario === 'mixed' && (!mixGiven || mix.direct > 0))) {
+    const offered = await directOffered(work.target);
+    if (!offered && (scenario === 'direct' || mix.direct > 0)) {
+      throw new CliError(`${work.target.server.origin} does not offer uploads straight to its store (GET /api/v1/uploads/direct did not answer 200; S3_DIRECT_UPLOADS): nothing to run for ${scenario === 'direct' ? 'direct' : '--mix direct'}`);
+    }
+    if (offered && !mixGiven) mix.direct = 1;
+  }
   const needs = scenario === 'downloads' || scenario === 'metadata' || scenario === 'slow' ? Math.min(concurrency, count) : 0;
   await Promise.all(
     Array.from({ length: needs }, async () => {

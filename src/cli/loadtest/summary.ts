@@ -23,6 +23,8 @@ export interface Cleanup {
   waitedSeconds: number;
   /** tus uploads the throttled run left: finished ones whose file it asked for, unfinished ones it terminated. */
   tus: { asked: number; terminated: number };
+  /** Uploads straight to the store the run began and did not finish, aborted (DELETE) so they give back their slots. */
+  direct: { aborted: number };
 }
 
 export interface SetupRecord {
@@ -171,5 +173,6 @@ function cleanupText(s: Summary): string {
   const left = cleanup.failed ? `; could not delete ${cleanup.failed}: ${cleanup.left.join(' ')}` : '';
   const strays = cleanup.strays ? `, and ${cleanup.strays} more found on its own account` : '';
   const tus = cleanup.tus.terminated ? `, terminated ${cleanup.tus.terminated} unfinished tus uploads` : '';
-  return `cleanup (not measured): deleted ${cleanup.deleted} of ${s.filesUploaded} files it uploaded${strays}${tus}${waited}${left}`;
+  const direct = cleanup.direct?.aborted ? `, aborted ${cleanup.direct.aborted} unfinished direct uploads` : '';
+  return `cleanup (not measured): deleted ${cleanup.deleted} of ${s.filesUploaded} files it uploaded${strays}${tus}${direct}${waited}${left}`;
 }
