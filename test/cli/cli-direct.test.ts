@@ -7,7 +7,6 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import type { IncomingMessage } from 'node:http';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +29,7 @@ const baseEnv = { ...envWithoutConfig((name) => name.startsWith('DROPSTREAM_') |
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 const partNumber = (req: { url?: string }) => Number(/[?&]partNumber=(\d+)/.exec(req.url ?? '')?.[1]);
 /** The part numbers of the part PUTs the store received from index `from` on. */
-const partsPut = (proxy: S3Proxy, from = 0) => proxy.received.slice(from).filter((r) => isUploadPart(r as IncomingMessage)).map(partNumber).sort((a, b) => a - b);
+const partsPut = (proxy: S3Proxy, from = 0) => proxy.received.slice(from).filter(isUploadPart).map(partNumber).sort((a, b) => a - b);
 
 /** The direct upload the CLI remembers for `path` (its URL on the server), if any. */
 async function rememberedUpload(path: string): Promise<string | undefined> {

@@ -18,7 +18,7 @@ import { APP_CSP, appCsp } from '../../src/http/static-file.js';
 import { CHROMIUM, itWithChromium } from '../helpers/chromium.js';
 import { call } from '../helpers/client.js';
 import { eventually } from '../helpers/raw-upload.js';
-import { startS3Proxy, type S3Proxy } from '../helpers/s3-proxy.js';
+import { isUploadPart, startS3Proxy, type S3Proxy } from '../helpers/s3-proxy.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { linkPath, newRequest } from '../requests/helpers.js';
@@ -92,7 +92,7 @@ describe('browser uploads straight to the store (S3_DIRECT_UPLOADS)', function (
   }
 
   /** The part PUTs that reached the store from a page since `from` (an index into proxy.received). */
-  const partsFromPages = (from: number) => proxy.received.slice(from).filter((r) => r.method === 'PUT' && /[?&]partNumber=/.test(r.url) && r.origin === t.server.url);
+  const partsFromPages = (from: number) => proxy.received.slice(from).filter((r) => isUploadPart(r) && r.origin === t.server.url);
 
   it('when direct uploads are on, then the upload pages\' CSP may connect to the store\'s public origin, and /docs\' stays on its own', async () => {
     const store = new URL(proxy.endpoint).origin;

@@ -52,16 +52,19 @@ export interface ReceivedRequest {
   status?: number;
 }
 
+/** What the predicates below read of a request: an IncomingMessage, or an entry of `received`. */
+type RequestLine = Pick<IncomingMessage, 'method' | 'url'>;
+
 /** DELETE /bucket/key?uploadId=...: AbortMultipartUpload. */
-export const isAbortMultipartUpload = (req: IncomingMessage) => req.method === 'DELETE' && /[?&]uploadId=/.test(req.url ?? '');
+export const isAbortMultipartUpload = (req: RequestLine) => req.method === 'DELETE' && /[?&]uploadId=/.test(req.url ?? '');
 /** POST /bucket/key?uploadId=...: CompleteMultipartUpload. */
-export const isCompleteMultipartUpload = (req: IncomingMessage) => req.method === 'POST' && /[?&]uploadId=/.test(req.url ?? '');
+export const isCompleteMultipartUpload = (req: RequestLine) => req.method === 'POST' && /[?&]uploadId=/.test(req.url ?? '');
 /** PUT /bucket/key?partNumber=...: UploadPart. */
-export const isUploadPart = (req: IncomingMessage) => req.method === 'PUT' && /[?&]partNumber=/.test(req.url ?? '');
+export const isUploadPart = (req: RequestLine) => req.method === 'PUT' && /[?&]partNumber=/.test(req.url ?? '');
 /** PUT /bucket/key: PutObject (a whole small object). */
-export const isPutObject = (req: IncomingMessage) => req.method === 'PUT' && !/[?&](partNumber|uploadId)=/.test(req.url ?? '') && /^\/[^/?]+\/[^?]+/.test(req.url ?? '');
+export const isPutObject = (req: RequestLine) => req.method === 'PUT' && !/[?&](partNumber|uploadId)=/.test(req.url ?? '') && /^\/[^/?]+\/[^?]+/.test(req.url ?? '');
 /** DELETE /bucket/key: DeleteObject. */
-export const isDeleteObject = (req: IncomingMessage) => req.method === 'DELETE' && !/[?&]uploadId=/.test(req.url ?? '') && /^\/[^/?]+\/[^?]+/.test(req.url ?? '');
+export const isDeleteObject = (req: RequestLine) => req.method === 'DELETE' && !/[?&]uploadId=/.test(req.url ?? '') && /^\/[^/?]+\/[^?]+/.test(req.url ?? '');
 
 interface Held {
   req: IncomingMessage;
