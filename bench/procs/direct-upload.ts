@@ -1,10 +1,13 @@
 // Our service's upload straight to the store (issue 55), as a client does
 // it: POST /api/v1/uploads/direct, the parts PUT to the URLs it signed
 // (`partsInFlight` at once, the same as lib-storage's queueSize in the
-// limit party), POST .../complete. The bytes are bench/lib/bytes.ts's, so
-// the SHA-256 of any size is known; a part is made once and sent again (as
+// limit party), POST .../complete. Over node:http with keep-alive, as the
+// SDK sends lib-storage's parts, so the two clients differ in whose API they
+// call, not in their HTTP stack. The bytes are bench/lib/bytes.ts's,
+// so the SHA-256 of any size is known; a part is made once and sent again (as
 // lib-storage fills a buffer per part, the sender holds parts in memory).
 //   node direct-upload.js '{"url","apiKey","size","count","partSize","partsInFlight"}'
+import { Agent, request } from 'node:http';
 import { block, MiB, selfAccounting } from '../lib/bytes.js';
 
 const spec = JSON.parse(process.argv[2]!) as { url: string; apiKey: string; size: number; count: number; partSize: number; partsInFlight: number };
@@ -12,11 +15,26 @@ const headers = { Authorization: `Bearer ${spec.apiKey}`, 'Content-Type': 'appli
 // Every part starts on a MiB boundary, so each is the 1 MiB block repeated.
 const part = Buffer.concat(Array.from({ length: Math.ceil(spec.partSize / MiB) }, () => block())).subarray(0, spec.partSize);
 
+const agent = new Agent({ keepAlive: true, maxSockets: spec.partsInFlight + 1 });
+
+/** One request with `body`; the status, the ETag header and the answer's text. */
+function send(url: string, method: string, body: Buffer, headers: Record<string, string> = {}): Promise<{ status: number; etag: string; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method, agent, headers: { ...headers, 'Content-Length': String(body.length) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, etag: String(res.headers.etag ?? ''), text: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 async function api(path: string, body: unknown): Promise<any> {
-  const res = await fetch(`${spec.url}/api/v1/uploads/direct${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
-  const json = (await res.json()) as any;
-  if (!res.ok) throw new Error(`${path || 'create'}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
+  const res = await send(`${spec.url}/api/v1/uploads/direct${path}`, 'POST', Buffer.from(JSON.stringify(body)), headers);
+  if (res.status >= 300) throw new Error(`${path || 'create'}: ${res.status} ${res.text}`);
+  return JSON.parse(res.text);
 }
 
 async function uploadOne(i: number): Promise<{ status: number; body: string; seconds: number }> {
@@ -33,23 +51,24 @@ async function uploadOne(i: number): Promise<{ status: number; body: string; sec
     Array.from({ length: spec.partsInFlight }, async () => {
       for (let k = cursor++; k < urls.length; k = cursor++) {
         const u = urls[k]!;
-        const res = await fetch(u.url, { method: 'PUT', body: part.subarray(0, u.size) });
-        await res.arrayBuffer();
-        if (!res.ok) throw new Error(`part ${u.part_number}: ${res.status}`);
-        etags[k] = res.headers.get('etag') ?? '';
+        const res = await send(u.url, 'PUT', part.subarray(0, u.size));
+        if (res.status !== 200) throw new Error(`part ${u.part_number}: ${res.status} ${res.text}`);
+        etags[k] = res.etag;
       }
     }),
   );
-  const done = await fetch(`${spec.url}/api/v1/uploads/direct/${created.upload_id}/complete`, {
-    method: 'POST',
+  const done = await send(
+    `${spec.url}/api/v1/uploads/direct/${created.upload_id}/complete`,
+    'POST',
+    Buffer.from(JSON.stringify({ parts: urls.map((u, k) => ({ part_number: u.part_number, etag: etags[k] })) })),
     headers,
-    body: JSON.stringify({ parts: urls.map((u, k) => ({ part_number: u.part_number, etag: etags[k] })) }),
-  });
-  return { status: done.status, body: await done.text(), seconds: Number(process.hrtime.bigint() - t0) / 1e9 };
+  );
+  return { status: done.status, body: done.text, seconds: Number(process.hrtime.bigint() - t0) / 1e9 };
 }
 
 const cpu = process.cpuUsage();
 const started = process.hrtime.bigint();
 const uploads = await Promise.all(Array.from({ length: spec.count }, (_, i) => uploadOne(i)));
 const wall = Number(process.hrtime.bigint() - started) / 1e9;
+agent.destroy();
 console.log(JSON.stringify({ uploads, wall, ...(await selfAccounting(cpu)) }));
