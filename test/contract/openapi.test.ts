@@ -21,7 +21,7 @@ import { multipartBody, multipartType } from '../helpers/multipart.js';
 function apiRouter(): Router {
   const none = {} as never;
   const deps = { publicUrl: PUBLIC_URL, bodyRate: { minBytesPerSecond: 1, windowSeconds: 1 }, bodyTimeoutMs: 1000, concurrencySlots: { limitOf: () => 1 } } as unknown as Partial<ApiDeps>;
-  return apiRoutes({ ...deps, resumable: none, webhooks: none, requests: none, keys: none, audit: none } as ApiDeps) as Router;
+  return apiRoutes({ ...deps, resumable: none, direct: none, webhooks: none, requests: none, keys: none, audit: none } as ApiDeps) as Router;
 }
 const router = apiRouter();
 const scopes = declaredScopes(router, API_PREFIX);
@@ -135,6 +135,8 @@ describe('OpenAPI document', () => {
         'delete /webhooks/{webhook_id}', 'get /webhooks', 'get /webhooks/{webhook_id}/deliveries', 'post /webhooks', 'post /webhooks/{webhook_id}/rotate-secret',
         'get /requests', 'post /requests', 'get /requests/{request_id}', 'delete /requests/{request_id}',
         'get /keys', 'post /keys', 'delete /keys/{key_id}', 'get /audit',
+        'get /uploads/direct', 'post /uploads/direct', 'get /uploads/direct/{upload_id}', 'delete /uploads/direct/{upload_id}',
+        'post /uploads/direct/{upload_id}/parts', 'post /uploads/direct/{upload_id}/complete',
       ].sort(),
     );
     for (const { path, method, op } of api) {
