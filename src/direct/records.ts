@@ -84,9 +84,14 @@ export class DirectRecords {
     ]);
   }
 
-  /** The account's direct uploads not yet completed, aborted or swept (its own and through its requests). */
-  open(accountId: number): Promise<number> {
-    return this.prisma.directUpload.count({ where: { accountId } });
+  /**
+   * The direct uploads of `scope` not yet completed, aborted or swept: the
+   * account's own, or those through one of its file requests. Counted apart,
+   * so an outsider's uploads through a link never take the owner's own
+   * places (the request's max_files bounds those).
+   */
+  open(scope: DirectScope): Promise<number> {
+    return this.prisma.directUpload.count({ where: { accountId: scope.accountId, requestId: scope.requestId ?? null } });
   }
 
   /** The upload `id` within `scope`, unexpired at `now`. */

@@ -113,8 +113,9 @@ export class DirectUploads {
     const { intake, onCleanupError } = this.options;
     const plan = planParts(input.size, input.partSize, store.limits);
     const limit = caller.plan.concurrentUploads ?? this.options.defaultConcurrency;
+    const counted = { accountId: caller.accountId, requestId: scope.requestId };
     // A cheap refusal first; the exact one follows the row (below).
-    if ((await this.records.open(caller.accountId)) >= limit) throw directErrors.tooMany(limit);
+    if ((await this.records.open(counted)) >= limit) throw directErrors.tooMany(limit);
     const now = this.clock();
     const rules = await linkRulesOf({ maxDownloads: input.options.maxDownloads, password: input.options.password }, now);
     const storageKey = await intake.open(caller, { size: input.size, requestId: scope.requestId, reserveAll: true });
@@ -152,7 +153,7 @@ export class DirectUploads {
     // Exact across instances: each create counts after its own row is in, so
     // of two racing for the last place at least one sees the other (both may
     // give way; neither can pass the limit).
-    if ((await this.records.open(caller.accountId)) > limit) {
+    if ((await this.records.open(counted)) > limit) {
       await this.remove(row);
       throw directErrors.tooMany(limit);
     }

@@ -62,6 +62,21 @@ describe('uploads straight to the store through a file request', function () {
     expect((await through(request).create({ filename: 'c.bin', size: MiB })).status).to.equal(201);
   });
 
+  it('when an outsider holds as many direct uploads through a link as the owner\'s concurrent_uploads, then the owner can still open their own', async () => {
+    await t.plan('two-at-once', { ...ROOMY_PLAN_FIELDS, concurrent_uploads: 2 });
+    const { apiKey } = await t.account('two-at-once');
+    const request = await newRequest(t, apiKey, { max_files: 5 });
+    const held = await Promise.all([1, 2].map((i) => through(request).create({ filename: `held-${i}.bin`, size: MiB })));
+    expect(held.map((r) => r.status)).to.deep.equal([201, 201]);
+    // The link's own uploads are capped at the same number, within its places.
+    expect((await through(request).create({ filename: 'third.bin', size: MiB })).body.error.code).to.equal('too_many_uploads');
+    const own = directClient(t.url('/api/v1/uploads/direct'), apiKey);
+    const mine = await own.create({ filename: 'mine.bin', size: MiB });
+    expect(mine.status, JSON.stringify(mine.body)).to.equal(201);
+    for (const r of held) expect((await through(request).abort(r.body.upload_id)).status).to.equal(200);
+    expect((await own.abort(mine.body.upload_id)).status).to.equal(200);
+  });
+
   it('when the owner closes the request while an upload is in progress, then its complete is refused and nothing of it is kept', async () => {
     const { apiKey } = await t.account('request-owner');
     const request = await newRequest(t, apiKey, {});
