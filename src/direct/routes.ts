@@ -95,11 +95,14 @@ export function directRoutes(guard: (scope: Scope) => Middleware<AuthState>, dep
   router.post('/direct', guarded, body, async (ctx) => {
     // Off before the body's rules: a client on a server without them learns that first.
     void direct.store;
-    const input = parse(newDirectSchema, ctx.request.body);
     const { caller } = ctx.state;
     const fileRequest = requestOf(ctx);
-    // The outsider's options are not theirs to set on the owner's file: the plan's retention applies.
-    const options: UploadOptions = fileRequest ? withRetention({}, caller.plan.maxExpiresIn) : withRetention(parseUploadOptions(input, 'json'), caller.plan.maxExpiresIn);
+    // The options first, by the checks every upload's and link's go through:
+    // a bad one answers its own code (invalid_expires_in, ...), as there.
+    // The outsider's are not theirs to set on the owner's file: the plan's retention applies.
+    const given = (ctx.request.body ?? {}) as Record<string, unknown>;
+    const options: UploadOptions = withRetention(fileRequest ? {} : parseUploadOptions(given, 'json'), caller.plan.maxExpiresIn);
+    const input = parse(newDirectSchema, ctx.request.body);
     const deadline =
       fileRequest && request
         ? new Date(Math.min(request.now().getTime() + request.uploadExpirySeconds * 1000, fileRequest.expiresAt?.getTime() ?? Infinity))

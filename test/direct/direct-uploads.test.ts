@@ -217,6 +217,9 @@ describe('uploads straight to the store (S3_DIRECT_UPLOADS)', function () {
       expect(res.body.error.message).to.match(pattern);
     }
     expect((await api(apiKey).create({ filename: 'a/../', size: 10 })).body.error.code).to.equal('invalid_filename');
+    // The upload options answer the codes they answer on every upload and link.
+    expect((await api(apiKey).create({ filename: 'x', size: 10, expires_in: 0 })).body.error.code).to.equal('invalid_expires_in');
+    expect((await api(apiKey).create({ filename: 'x', size: 10, max_downloads: '3' })).body.error.code).to.equal('invalid_max_downloads');
     expect(await inStore()).to.deep.equal(before);
   });
 
