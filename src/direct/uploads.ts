@@ -218,8 +218,15 @@ export class DirectUploads {
         settled = true;
         return file;
       } catch (err) {
-        // No file was made: its request ended meanwhile (the record stays, settled by the close), or a sweep took it.
-        if (isNoFile(err)) settled = await this.remove(row);
+        // Its request ended meanwhile: no file, and the record stays (settled by the close) naming the object.
+        if (err instanceof UploadEnded) settled = await this.remove(row);
+        // The record was gone: only another complete takes a direct upload's record
+        // (the sweep's record pass leaves them to their expiry), one whose claim
+        // this complete outlived, so the object is that complete's file now and stays.
+        if (err instanceof UploadSweptError) {
+          settled = true;
+          throw directErrors.notFound();
+        }
         throw err;
       }
     } finally {
@@ -348,5 +355,3 @@ export function mismatch(plan: PartPlan, stored: readonly StoredPart[], sent: re
   return undefined;
 }
 
-/** The intake's finish wrote no file and never will: the sweep took the record, or the file request ended. */
-const isNoFile = (err: unknown) => err instanceof UploadSweptError || err instanceof UploadEnded;

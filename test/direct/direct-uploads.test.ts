@@ -8,6 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { ListMultipartUploadsCommand, ListObjectsV2Command, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { call } from '../helpers/client.js';
+import { eventually } from '../helpers/raw-upload.js';
+import { startS3Proxy, type S3Proxy } from '../helpers/s3-proxy.js';
 import { testClock } from '../helpers/clock.js';
 import { describeWithPostgres } from '../helpers/databases.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
@@ -284,6 +286,51 @@ describeWithPostgres('uploads straight to the store across two instances', funct
     expect(done.status, JSON.stringify(done.body)).to.equal(201);
     expect((await onB.complete(created.body.upload_id, parts)).body.error.code).to.equal('upload_not_found');
     const download = await fetch(two.a.url(done.body.public_link));
+    expect(sha(Buffer.from(await download.arrayBuffer()))).to.equal(sha(data));
+  });
+});
+
+describe('uploads straight to the store: a complete that outlived its claim', function () {
+  this.timeout(60_000);
+  let s3: TestS3;
+  let proxy: S3Proxy;
+  let t: TestServer;
+  const clock = testClock();
+  before(async () => {
+    s3 = await startTestS3();
+    proxy = await startS3Proxy(s3.endpoint);
+    // The service talks to the store through the proxy; the parts go to the store itself.
+    t = await startTestServer('pglite', { ...s3.env(s3.bucket('direct-late')), S3_ENDPOINT: proxy.endpoint, S3_PUBLIC_ENDPOINT: s3.endpoint, S3_DIRECT_UPLOADS: 'true' }, undefined, { clock });
+  });
+  after(async () => {
+    await t?.close();
+    await proxy?.close();
+    await s3?.close();
+  });
+
+  it('when a complete stalls past its claim and another completes the upload meanwhile, then the late one answers 404 and the file keeps its object', async () => {
+    const { apiKey } = await t.account();
+    const api = directClient(t.url('/api/v1/uploads/direct'), apiKey);
+    const data = randomBytes(6 * MiB);
+    const created = await api.create({ filename: 'twice.bin', size: data.length, part_size: 5 * MiB });
+    const parts = await putAll(data, 5 * MiB, created.body.part_urls);
+    // The first complete's ListParts waits in a store that hangs.
+    const isListParts = (req: { method?: string; url?: string }) => req.method === 'GET' && /[?&]uploadId=/.test(req.url ?? '') && !/[?&]partNumber=/.test(req.url ?? '');
+    proxy.hold(isListParts);
+    const late = api.complete(created.body.upload_id, parts);
+    await eventually(async () => proxy.held, (n) => n === 1);
+    proxy.hold(undefined);
+    // Its claim lapses; a second complete takes the upload and makes the file.
+    clock.advance(11 * 60_000);
+    const done = await api.complete(created.body.upload_id, parts);
+    expect(done.status, JSON.stringify(done.body)).to.equal(201);
+    // The first goes on once its store call is cut and tried again: the upload is a file already.
+    proxy.drop();
+    const first = await late;
+    expect(first.status, JSON.stringify(first.body)).to.equal(404);
+    expect(first.body.error.code).to.equal('upload_not_found');
+    const download = await fetch(t.url(done.body.public_link));
+    expect(download.status).to.equal(200);
     expect(sha(Buffer.from(await download.arrayBuffer()))).to.equal(sha(data));
   });
 });
