@@ -19,7 +19,7 @@ import type { Intake } from '../intake/intake.js';
 import type { UploadLedger } from '../ledger/ledger.js';
 import type { DirectStore, StoredPart } from '../storage/direct.js';
 import { UploadGoneError } from '../storage/direct.js';
-import type { ObjectStore } from '../storage/object-store.js';
+import { ObjectStoreError, type ObjectStore } from '../storage/object-store.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { systemClock, type Clock } from '../clock.js';
 import { directErrors } from './errors.js';
@@ -194,16 +194,16 @@ export class DirectUploads {
     const until = new Date(now.getTime() + CLAIM_MS);
     if (!(await this.records.claim(row.id, now, until))) throw directErrors.busy();
     let settled = false;
+    // What does not add up is aborted before the answer says so; a store that
+    // fails the abort answers 503, the upload left as it was for a retry (or the sweep).
+    const refuse = async (why: string) => {
+      settled = await this.remove(row);
+      return settled ? directErrors.mismatch(why) : abortFailed();
+    };
     try {
-      await this.completeObject(row, parts, async (why) => {
-        settled = await this.remove(row);
-        return directErrors.mismatch(why);
-      });
+      await this.completeObject(row, parts, refuse);
       const sha256 = row.sha256;
-      if (sha256 !== undefined && (await this.sha256Of(row.storageKey)) !== sha256) {
-        settled = await this.remove(row);
-        throw directErrors.mismatch('the object\'s SHA-256 is not the declared sha256');
-      }
+      if (sha256 !== undefined && (await this.sha256Of(row.storageKey)) !== sha256) throw await refuse('the object\'s SHA-256 is not the declared sha256');
       try {
         const file = await this.options.intake.finish({
           accountId: row.accountId,
@@ -242,7 +242,7 @@ export class DirectUploads {
     if (!(await this.records.claim(row.id, now, until))) throw directErrors.busy();
     if (!(await this.remove(row))) {
       await this.records.letGo(row.id, until).catch(this.options.onCleanupError);
-      throw directErrors.busy();
+      throw abortFailed();
     }
   }
 
@@ -335,6 +335,9 @@ export class DirectUploads {
     }
   }
 }
+
+/** The store failed the abort (503 store_unavailable): the upload stays, as it was, for a retry or the sweep at its expiry. */
+const abortFailed = () => new ObjectStoreError('aborting the upload in the store failed');
 
 const planOf = (row: DirectRow): PartPlan => ({ size: row.size, partSize: row.partSize, parts: Math.ceil(row.size / row.partSize) });
 

@@ -9,7 +9,7 @@ import { ListMultipartUploadsCommand, ListObjectsV2Command, S3Client, UploadPart
 import { expect } from 'chai';
 import { call } from '../helpers/client.js';
 import { eventually } from '../helpers/raw-upload.js';
-import { startS3Proxy, type S3Proxy } from '../helpers/s3-proxy.js';
+import { isAbortMultipartUpload, startS3Proxy, type S3Proxy } from '../helpers/s3-proxy.js';
 import { testClock } from '../helpers/clock.js';
 import { describeWithPostgres } from '../helpers/databases.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
@@ -332,5 +332,22 @@ describe('uploads straight to the store: a complete that outlived its claim', fu
     const download = await fetch(t.url(done.body.public_link));
     expect(download.status).to.equal(200);
     expect(sha(Buffer.from(await download.arrayBuffer()))).to.equal(sha(data));
+  });
+
+  it('when the store fails an abort, then 503 and the upload is left as it was; once the store answers, the abort goes through and gives its room back', async () => {
+    const { apiKey } = await t.account();
+    const api = directClient(t.url('/api/v1/uploads/direct'), apiKey);
+    const created = await api.create({ filename: 'stuck.bin', size: MiB });
+    proxy.fail(isAbortMultipartUpload, 500);
+    try {
+      const refused = await api.abort(created.body.upload_id);
+      expect(refused.status).to.equal(503);
+      expect(refused.body.error.code).to.equal('store_unavailable');
+    } finally {
+      proxy.fail(undefined);
+    }
+    expect((await api.view(created.body.upload_id)).status).to.equal(200);
+    expect((await api.abort(created.body.upload_id)).status).to.equal(200);
+    expect((await api.view(created.body.upload_id)).body.error.code).to.equal('upload_not_found');
   });
 });
